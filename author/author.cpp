@@ -1,0 +1,111 @@
+#include "author/author.h"
+
+#include <map>
+
+#include "author/blocks.h"
+#include "core/error.h"
+#include "model/signature.h"
+#include "program/text.h"
+
+namespace cutcheck {
+namespace {
+
+// Where the rows of a cut sit, from its inputs: decode has one position, batch one per
+// row, prefill consecutive positions from pos, forward position 0.
+Rows cut_rows(Builder& b, ModelWriter& m, const Cut& cut, std::map<std::string, ValueId>& in) {
+  const int64_t R = cut.row_count();
+  switch (cut.family()) {
+    case Family::decode:
+      return m.rows(CacheLayout::shared, b.reshape(in.at("pos"), {1}, "positions"), in.at("pos"));
+    case Family::batch:
+      return m.rows(CacheLayout::per_row, in.at("pos"), -1);
+    case Family::prefill: {
+      ValueId start = b.broadcast(in.at("pos"), {R}, {}, "positions.start");
+      ValueId offset = b.iota(0, {DType::i32, {R}}, "positions.offset");
+      return m.rows(CacheLayout::shared, b.binary(OpKind::add, start, offset, "positions"), in.at("pos"));
+    }
+    case Family::forward:
+      return m.rows(CacheLayout::own, b.constant(0, {DType::i32, {1}}, "positions"), -1);
+  }
+  throw Error("unknown cut family");
+}
+
+}  // namespace
+
+Program author_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options) {
+  spec.validate();
+  cut.check_possible(spec);
+  const CutSignature sig = signature(cut, spec);
+  const Family family = cut.family();
+  const Part part = cut.part();
+  const bool single = family == Family::decode || family == Family::forward;  // no row dimension outside
+  const int64_t D = spec.dim, V = spec.vocab;
+
+  Builder b(cut.str());
+  std::map<std::string, ValueId> in, out;
+  for (const Port& port : sig.inputs) {
+    std::optional<std::pair<int64_t, int64_t>> range;
+    if (port.range) range = std::pair{port.range->lo, port.range->hi};
+    in[port.name] = b.input(port.name, port.type, range);
+  }
+  ModelWriter m(b, spec, options.fault);
+
+  ValueId x;
+  if (part == Part::whole || part == Part::embed)
+    x = m.embed(single ? b.reshape(in.at("token"), {1}, "tokens") : in.at("tokens"));
+  else
+    x = single ? b.reshape(in.at("x"), {1, D}, "x.rows") : in.at("x");
+
+  if (part == Part::whole || part == Part::layer) {
+    Rows rows = cut_rows(b, m, cut, in);
+    int64_t first = part == Part::layer ? cut.layer : 0;
+    int64_t last = part == Part::layer ? cut.layer + 1 : spec.layers;
+    for (int64_t l = first; l < last; ++l) {
+      Cache cache;
+      if (rows.layout != CacheLayout::own) cache = {in.at(k_cache_name(l)), in.at(v_cache_name(l))};
+      LayerOut layer = m.layer(l, rows, x, cache);
+      x = layer.x;
+      if (rows.layout != CacheLayout::own) {
+        out[k_cache_name(l)] = layer.cache.k;
+        out[v_cache_name(l)] = layer.cache.v;
+      }
+    }
+  }
+
+  if (part == Part::whole || part == Part::head) {
+    if (family == Family::prefill) {
+      // The prefill head reads off the last row.
+      int64_t row = options.fault == Fault::prefill_head_first_row ? 0 : cut.rows - 1;
+      x = b.slice(x, {row, 0}, {row + 1, D}, "x.last");
+    }
+    HeadOut head = m.head(x);
+    out["logits"] = family == Family::batch ? head.logits : b.reshape(head.logits, {V}, "logits.out");
+    out["next"] = family == Family::batch ? head.next : b.reshape(head.next, {}, "next.out");
+  } else {
+    out["x"] = single ? b.reshape(x, {D}, "x.out") : x;
+  }
+  for (const Port& port : sig.outputs) b.output(port.name, out.at(port.name));
+  return b.finish();
+}
+
+Json about_cut(const Cut& cut, const ModelSpec& spec, int64_t tp, int64_t chip) {
+  return {{"cut", cut.str()}, {"spec", spec.to_json()}, {"tp", tp}, {"chip", chip}};
+}
+
+Manifest unsplit_manifest(const Program& program, const std::string& dir, Json about, const std::string& file) {
+  Manifest manifest;
+  manifest.dir = dir;
+  manifest.about = std::move(about);
+  for (const WeightDecl& w : program.weights)
+    manifest.weights.push_back({program.name(w.value), file, program.name(w.value), program.type(w.value)});
+  return manifest;
+}
+
+Authored write(const Cut& cut, const ModelSpec& spec, const std::string& dir, const AuthorOptions& options) {
+  Program program = author_program(cut, spec, options);
+  std::string text = print(program);
+  Manifest manifest = unsplit_manifest(program, dir, about_cut(cut, spec));
+  return {std::move(program), std::move(text), std::move(manifest)};
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,130 @@
+#include "core/files.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace cutcheck {
+namespace {
+
+[[noreturn]] void fail_io(const std::string& action, const fs::path& path) {
+  throw IoError(fmt::format("cannot {} '{}': {}", action, path.string(), std::strerror(errno)));
+}
+
+// Closes a descriptor on every path out of a function.
+struct Descriptor {
+  int fd;
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::string read_file(const fs::path& path, uint64_t max_bytes) {
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail_io("open", path);
+  struct stat info {};
+  if (::fstat(file.fd, &info) != 0) fail_io("stat", path);
+  if (!S_ISREG(info.st_mode)) throw IoError(fmt::format("'{}' is not a regular file", path.string()));
+  if (uint64_t(info.st_size) > max_bytes)
+    throw FormatError(fmt::format("'{}' is {} bytes, more than the {} bytes allowed for it", path.string(),
+                                  info.st_size, max_bytes));
+  std::string text(size_t(info.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::read(file.fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_io("read", path);
+    if (n == 0) break;  // the file shrank while we read it
+    done += size_t(n);
+  }
+  text.resize(done);
+  return text;
+}
+
+void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  static std::atomic<unsigned> counter{0};
+  fs::path temp = path;
+  temp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
+  {
+    Descriptor file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (file.fd < 0) fail_io("create", temp);
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(file.fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int saved = errno;
+        ::unlink(temp.c_str());
+        errno = saved;
+        fail_io("write", temp);
+      }
+      done += size_t(n);
+    }
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    errno = saved;
+    fail_io("rename into", path);
+  }
+}
+
+void write_file_atomic(const fs::path& path, const std::string& text) {
+  write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+std::shared_ptr<const MappedFile> MappedFile::open(const fs::path& path) {
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail_io("open", path);
+  struct stat info {};
+  if (::fstat(file.fd, &info) != 0) fail_io("stat", path);
+  if (!S_ISREG(info.st_mode)) throw IoError(fmt::format("'{}' is not a regular file", path.string()));
+  auto mapped = std::shared_ptr<MappedFile>(new MappedFile());
+  mapped->size_ = size_t(info.st_size);
+  if (mapped->size_ == 0) return mapped;
+  void* data = ::mmap(nullptr, mapped->size_, PROT_READ, MAP_PRIVATE, file.fd, 0);
+  if (data == MAP_FAILED) fail_io("map", path);
+  mapped->data_ = static_cast<const std::byte*>(data);
+  return mapped;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+fs::path resolve_under(const fs::path& dir, const std::string& relative, const std::string& what) {
+  fs::path rel(relative);
+  if (relative.empty()) throw IoError(fmt::format("{}: the path is empty", what));
+  if (rel.is_absolute())
+    throw IoError(fmt::format("{}: '{}' is absolute; paths must be relative to '{}'", what, relative, dir.string()));
+  for (const auto& part : rel) {
+    if (part == "..")
+      throw IoError(fmt::format("{}: '{}' climbs out of '{}' with '..'", what, relative, dir.string()));
+  }
+  fs::path joined = dir / rel;
+  // A symlink may still lead out: compare the resolved locations.
+  std::error_code ec;
+  fs::path real_dir = fs::weakly_canonical(dir, ec);
+  fs::path real = fs::weakly_canonical(joined, ec);
+  if (!ec) {
+    auto [dir_end, real_it] = std::mismatch(real_dir.begin(), real_dir.end(), real.begin(), real.end());
+    if (dir_end != real_dir.end())
+      throw IoError(fmt::format("{}: '{}' leads outside '{}' (to '{}')", what, relative, dir.string(),
+                                real.string()));
+  }
+  return joined;
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,43 @@
+// File handling with the guarantees cutcheck promises: bounded reads, atomic writes,
+// mapped (never copied) weights, and paths that cannot leave their folder.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace cutcheck {
+
+namespace fs = std::filesystem;
+
+// Reads a whole file; refuses files larger than `max_bytes` before reading.
+std::string read_file(const fs::path& path, uint64_t max_bytes = uint64_t{1} << 30);
+
+// Writes through a temporary file beside `path` and renames it into place, so a
+// reader never sees a half-written file. Creates missing parent folders.
+void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes);
+void write_file_atomic(const fs::path& path, const std::string& text);
+
+// A read-only memory mapping of a whole file.
+class MappedFile {
+ public:
+  static std::shared_ptr<const MappedFile> open(const fs::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+ private:
+  MappedFile() = default;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Resolves `relative` inside `dir`. Refuses absolute paths, "..", and symlinks that
+// lead outside `dir`, with an IoError naming `what` (for example a manifest entry).
+fs::path resolve_under(const fs::path& dir, const std::string& relative, const std::string& what);
+
+}  // namespace cutcheck

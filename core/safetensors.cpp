@@ -1,0 +1,162 @@
+#include "core/safetensors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "core/limits.h"
+
+namespace cutcheck {
+namespace {
+
+constexpr uint64_t max_header_bytes = 100 << 20;
+
+std::string_view file_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "F32";
+    case DType::i32: return "I32";
+    case DType::i1: return "BOOL";
+  }
+  return "?";
+}
+
+bool parse_file_dtype(const std::string& name, DType& out) {
+  for (DType d : {DType::f32, DType::i32, DType::i1}) {
+    if (file_dtype(d) == name) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Entry {
+  std::string name;
+  TensorType type;
+  uint64_t begin, end;
+};
+
+Entry read_entry(const std::string& name, const Json& info, const std::string& source) {
+  std::string where = fmt::format("{}: tensor '{}'", source, name);
+  std::string dtype_text = json_string(info, "dtype", where);
+  Entry entry{name, {}, 0, 0};
+  if (!parse_file_dtype(dtype_text, entry.type.dtype))
+    throw FormatError(fmt::format("{}: dtype {} is not supported (cutcheck reads F32, I32 and BOOL)", where,
+                                  dtype_text));
+  entry.type.shape = json_int_list(info, "shape", where);
+  for (int64_t d : entry.type.shape)
+    if (d < 0) throw FormatError(fmt::format("{}: shape {} has a negative dimension", where, shape_str(entry.type.shape)));
+  std::vector<int64_t> offsets = json_int_list(info, "data_offsets", where);
+  if (offsets.size() != 2 || offsets[0] < 0 || offsets[1] < offsets[0])
+    throw FormatError(fmt::format("{}: data_offsets must be [begin, end] with 0 <= begin <= end", where));
+  entry.begin = uint64_t(offsets[0]);
+  entry.end = uint64_t(offsets[1]);
+  uint64_t expected = 0;
+  try {
+    expected = entry.type.bytes();
+  } catch (const LimitError&) {
+    throw FormatError(fmt::format("{}: shape {} is too large", where, shape_str(entry.type.shape)));
+  }
+  if (entry.end - entry.begin != expected)
+    throw FormatError(fmt::format("{}: data_offsets span {} bytes but {} needs {}", where, entry.end - entry.begin,
+                                  entry.type.str(), expected));
+  return entry;
+}
+
+}  // namespace
+
+SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const std::string& source,
+                                      std::shared_ptr<const void> keepalive) {
+  if (bytes.size() < 8)
+    throw FormatError(fmt::format("{}: {} bytes is too short for a safetensors file (8-byte header length)",
+                                  source, bytes.size()));
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | uint64_t(bytes[size_t(i)]);
+  if (header_len > max_header_bytes || header_len > bytes.size() - 8)
+    throw FormatError(fmt::format("{}: header length {} runs past the end of the {}-byte file", source, header_len,
+                                  bytes.size()));
+  std::string header_text(reinterpret_cast<const char*>(bytes.data() + 8), size_t(header_len));
+  Json header = parse_json(header_text, source + " (header)");
+  if (!header.is_object()) throw FormatError(fmt::format("{}: the header must be a JSON object", source));
+
+  const std::byte* data = bytes.data() + 8 + header_len;
+  uint64_t data_size = bytes.size() - 8 - header_len;
+  SafetensorsContents out;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it.value().is_object()) throw FormatError(fmt::format("{}: __metadata__ must be an object", source));
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        if (!m.value().is_string())
+          throw FormatError(fmt::format("{}: __metadata__ field '{}' must be a string", source, m.key()));
+        out.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    Entry entry = read_entry(it.key(), it.value(), source);
+    if (entry.end > data_size)
+      throw FormatError(fmt::format("{}: tensor '{}' ends at byte {}, past the {} data bytes", source, entry.name,
+                                    entry.end, data_size));
+    entries.push_back(std::move(entry));
+  }
+  // The bytes must be indexed exactly once: sorted by offset, each entry starts where the last ended.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin < covered)
+      throw FormatError(fmt::format("{}: tensor '{}' overlaps tensor '{}'", source, e.name, previous->name));
+    if (e.begin > covered)
+      throw FormatError(fmt::format("{}: bytes {}..{} before tensor '{}' belong to no tensor", source, covered,
+                                    e.begin, e.name));
+    covered = e.end;
+    previous = &e;
+  }
+  if (covered != data_size)
+    throw FormatError(fmt::format("{}: {} trailing bytes belong to no tensor", source, data_size - covered));
+
+  for (const Entry& e : entries) {
+    const std::byte* at = data + e.begin;
+    Tensor t = Tensor::view(e.type, at, keepalive);
+    if (reinterpret_cast<uintptr_t>(at) % dtype_size(e.type.dtype) != 0) t = t.clone();  // keep loads aligned
+    out.tensors.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
+SafetensorsContents read_safetensors(const fs::path& path) {
+  auto mapped = MappedFile::open(path);
+  std::span<const std::byte> bytes = mapped->bytes();
+  return parse_safetensors(bytes, path.string(), std::move(mapped));
+}
+
+std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata) {
+  Json header = Json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    header[name] = {{"dtype", file_dtype(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.bytes()}}};
+    offset += t.bytes();
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');  // pad so the data starts 8-byte aligned
+  std::string out(8, '\0');
+  uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i) out[size_t(i)] = char((len >> (8 * i)) & 0xff);
+  out += text;
+  out.reserve(out.size() + offset);
+  for (const auto& [name, t] : tensors) out.append(reinterpret_cast<const char*>(t.raw().data()), t.bytes());
+  return out;
+}
+
+void write_safetensors(const fs::path& path, const TensorMap& tensors, const Metadata& metadata) {
+  write_file_atomic(path, encode_safetensors(tensors, metadata));
+}
+
+}  // namespace cutcheck

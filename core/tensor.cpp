@@ -1,0 +1,118 @@
+#include "core/tensor.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/limits.h"
+
+namespace cutcheck {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 4;
+    case DType::i32: return 4;
+    case DType::i1: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::i32: return "i32";
+    case DType::i1: return "i1";
+  }
+  return "?";
+}
+
+bool parse_dtype(std::string_view name, DType& out) {
+  for (DType d : {DType::f32, DType::i32, DType::i1}) {
+    if (dtype_name(d) == name) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t element_count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw LimitError(fmt::format("shape {} has a negative dimension", shape_str(shape)));
+    if (d != 0 && n > INT64_MAX / 16 / d)
+      throw LimitError(fmt::format("shape {} has too many elements", shape_str(shape)));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+
+std::string TensorType::str() const { return fmt::format("{}{}", dtype_name(dtype), shape_str(shape)); }
+
+Tensor::Tensor(TensorType type) : type_(std::move(type)), elements_(type_.elements()), writable_(true) {
+  uint64_t n = bytes();
+  check_memory(n, fmt::format("a tensor of type {}", type_.str()));
+  auto buffer = std::shared_ptr<std::byte[]>(new std::byte[n == 0 ? 1 : n]());
+  data_ = buffer.get();
+  storage_ = std::move(buffer);
+}
+
+Tensor Tensor::view(TensorType type, const std::byte* data, std::shared_ptr<const void> keepalive) {
+  Tensor t;
+  t.type_ = std::move(type);
+  t.elements_ = t.type_.elements();
+  t.storage_ = std::move(keepalive);
+  t.data_ = const_cast<std::byte*>(data);  // never written: writable_ stays false
+  return t;
+}
+
+Tensor Tensor::scalar_i32(int32_t value) { return of_i32({}, {value}); }
+
+Tensor Tensor::of_f32(Shape shape, std::vector<float> values) {
+  Tensor t({DType::f32, std::move(shape)});
+  if (size_t(t.elements()) != values.size())
+    throw Error(fmt::format("{} values given for a tensor of type {}", values.size(), t.type().str()));
+  std::memcpy(t.data_, values.data(), t.bytes());
+  return t;
+}
+
+Tensor Tensor::of_i32(Shape shape, std::vector<int32_t> values) {
+  Tensor t({DType::i32, std::move(shape)});
+  if (size_t(t.elements()) != values.size())
+    throw Error(fmt::format("{} values given for a tensor of type {}", values.size(), t.type().str()));
+  std::memcpy(t.data_, values.data(), t.bytes());
+  return t;
+}
+
+std::span<std::byte> Tensor::raw_mut() {
+  if (!writable_) throw Error(fmt::format("tensor of type {} is a read-only view", type_.str()));
+  return {data_, bytes()};
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(type_);
+  if (bytes() > 0) std::memcpy(t.data_, data_, bytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.type_.shape = std::move(shape);
+  if (t.type_.elements() != elements_)
+    throw Error(fmt::format("cannot reshape {} to {}", type_.str(), t.type_.str()));
+  return t;
+}
+
+bool Tensor::same_bits(const Tensor& other) const {
+  return type_ == other.type_ && (bytes() == 0 || std::memcmp(data_, other.data_, bytes()) == 0);
+}
+
+void Tensor::check_dtype(DType wanted) const {
+  if (wanted != type_.dtype)
+    throw Error(fmt::format("tensor of type {} read as {}", type_.str(), dtype_name(wanted)));
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,97 @@
+// Tensors: a dtype, a static shape and row-major bytes. Storage is shared and may be
+// a read-only view of a mapped file, so weights are never copied.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cutcheck {
+
+// f32 and i32 as in StableHLO; i1 is a predicate, stored one byte per element.
+enum class DType : uint8_t { f32, i32, i1 };
+
+size_t dtype_size(DType dtype);
+std::string_view dtype_name(DType dtype);  // "f32", "i32", "i1"
+bool parse_dtype(std::string_view name, DType& out);
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements; throws LimitError when the product overflows or a dimension is negative.
+int64_t element_count(const Shape& shape);
+std::string shape_str(const Shape& shape);  // "[2,3]"
+
+struct TensorType {
+  DType dtype = DType::f32;
+  Shape shape;
+
+  int64_t elements() const { return element_count(shape); }
+  uint64_t bytes() const { return uint64_t(elements()) * dtype_size(dtype); }
+  int64_t rank() const { return int64_t(shape.size()); }
+  std::string str() const;  // "f32[2,3]"
+  bool operator==(const TensorType&) const = default;
+};
+
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::i1; }
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled, owned storage; checks the memory limit first.
+  explicit Tensor(TensorType type);
+  // A read-only view of bytes kept alive by `keepalive`.
+  static Tensor view(TensorType type, const std::byte* data, std::shared_ptr<const void> keepalive);
+
+  static Tensor scalar_i32(int32_t value);
+  static Tensor of_f32(Shape shape, std::vector<float> values);
+  static Tensor of_i32(Shape shape, std::vector<int32_t> values);
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  int64_t elements() const { return elements_; }
+  uint64_t bytes() const { return uint64_t(elements_) * dtype_size(type_.dtype); }
+  bool writable() const { return writable_; }
+
+  std::span<const std::byte> raw() const { return {data_, bytes()}; }
+  std::span<std::byte> raw_mut();
+
+  template <class T> std::span<const T> as() const {
+    check_dtype(dtype_of<T>());
+    return {reinterpret_cast<const T*>(data_), size_t(elements_)};
+  }
+  template <class T> std::span<T> as_mut() {
+    check_dtype(dtype_of<T>());
+    return {reinterpret_cast<T*>(raw_mut().data()), size_t(elements_)};
+  }
+
+  // A writable deep copy.
+  Tensor clone() const;
+  // Same bytes, new shape of equal element count.
+  Tensor reshaped(Shape shape) const;
+
+  // Bitwise equality of type and bytes.
+  bool same_bits(const Tensor& other) const;
+
+ private:
+  void check_dtype(DType wanted) const;
+
+  TensorType type_;
+  int64_t elements_ = 0;
+  std::shared_ptr<const void> storage_;
+  std::byte* data_ = nullptr;
+  bool writable_ = false;
+};
+
+// Named tensors, as in a safetensors file; ordered by name so output is deterministic.
+using TensorMap = std::map<std::string, Tensor>;
+
+}  // namespace cutcheck

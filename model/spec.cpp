@@ -1,0 +1,138 @@
+#include "model/spec.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/files.h"
+
+namespace cutcheck {
+
+std::string rope_style_name(RopeStyle style) { return style == RopeStyle::interleaved ? "interleaved" : "half"; }
+
+void ModelSpec::validate() const {
+  auto positive = [&](const char* field, int64_t value) {
+    if (value <= 0) throw SpecError(fmt::format("spec '{}': {} must be positive, got {}", name, field, value));
+    if (value > (int64_t{1} << 31))
+      throw SpecError(fmt::format("spec '{}': {} = {} is larger than 2^31", name, field, value));
+  };
+  positive("vocab", vocab);
+  positive("dim", dim);
+  positive("layers", layers);
+  positive("heads", heads);
+  positive("kv_heads", kv_heads);
+  positive("head_dim", head_dim);
+  positive("ffn", ffn);
+  if (heads % kv_heads != 0)
+    throw SpecError(fmt::format("spec '{}': heads ({}) must be a multiple of kv_heads ({})", name, heads, kv_heads));
+  if (head_dim % 2 != 0)
+    throw SpecError(fmt::format("spec '{}': head_dim must be even for rotary pairs, got {}", name, head_dim));
+  if (!std::isfinite(norm_eps) || norm_eps <= 0)
+    throw SpecError(fmt::format("spec '{}': norm_eps must be a positive finite number, got {}", name, norm_eps));
+  if (!std::isfinite(rope_theta) || rope_theta <= 0)
+    throw SpecError(fmt::format("spec '{}': rope_theta must be a positive finite number, got {}", name, rope_theta));
+}
+
+std::string ModelSpec::summary() const {
+  return fmt::format("{}: vocab={} dim={} layers={} heads={} kv_heads={} head_dim={} ffn={} norm_eps={} "
+                     "rope_theta={} rope_style={} tied={}",
+                     name, vocab, dim, layers, heads, kv_heads, head_dim, ffn, norm_eps, rope_theta,
+                     rope_style_name(rope_style), tied);
+}
+
+Json ModelSpec::to_json() const {
+  return Json{{"name", name},         {"vocab", vocab},
+              {"dim", dim},           {"layers", layers},
+              {"heads", heads},       {"kv_heads", kv_heads},
+              {"head_dim", head_dim}, {"ffn", ffn},
+              {"norm_eps", norm_eps}, {"rope_theta", rope_theta},
+              {"rope_style", rope_style_name(rope_style)}, {"tied", tied}};
+}
+
+ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
+  if (!json.is_object()) throw FormatError(fmt::format("{}: a spec must be a JSON object", source));
+  static const char* known[] = {"name", "vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
+                                "ffn", "norm_eps", "rope_theta", "rope_style", "tied"};
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) ==
+        std::end(known))
+      throw FormatError(fmt::format("{}: unknown spec field '{}'", source, it.key()));
+  }
+  ModelSpec spec;
+  if (json.contains("name")) spec.name = json_string(json, "name", source);
+  spec.vocab = json_int(json, "vocab", source);
+  spec.dim = json_int(json, "dim", source);
+  spec.layers = json_int(json, "layers", source);
+  spec.heads = json_int(json, "heads", source);
+  spec.kv_heads = json_int(json, "kv_heads", source);
+  spec.head_dim = json_int(json, "head_dim", source);
+  spec.ffn = json_int(json, "ffn", source);
+  spec.norm_eps = json_number(json, "norm_eps", source);
+  spec.rope_theta = json_number(json, "rope_theta", source);
+  std::string style = json_string(json, "rope_style", source);
+  if (style == "interleaved") spec.rope_style = RopeStyle::interleaved;
+  else if (style == "half") spec.rope_style = RopeStyle::half;
+  else throw FormatError(fmt::format("{}: field 'rope_style' must be \"interleaved\" or \"half\", got \"{}\"", source, style));
+  spec.tied = json_bool(json, "tied", source);
+  try {
+    spec.validate();
+  } catch (const SpecError& e) {
+    throw SpecError(fmt::format("{}: {}", source, e.what()));
+  }
+  return spec;
+}
+
+namespace {
+
+struct Builtin {
+  const char* description;
+  ModelSpec spec;
+};
+
+const std::vector<Builtin>& builtins() {
+  auto make = [](std::string name, int64_t vocab, int64_t dim, int64_t layers, int64_t heads, int64_t kv_heads,
+                 int64_t head_dim, int64_t ffn, double theta, RopeStyle style, bool tied) {
+    ModelSpec s;
+    s.name = std::move(name);
+    s.vocab = vocab, s.dim = dim, s.layers = layers, s.heads = heads, s.kv_heads = kv_heads;
+    s.head_dim = head_dim, s.ffn = ffn, s.rope_theta = theta, s.rope_style = style, s.tied = tied;
+    return s;
+  };
+  static const std::vector<Builtin> table = {
+      {"small enough for thousands of cases per second",
+       make("tiny", 32, 16, 2, 4, 2, 4, 24, 10000, RopeStyle::interleaved, true)},
+      {"the shapes of llama2.c's stories260K checkpoint",
+       make("stories260K", 512, 64, 5, 8, 4, 8, 172, 10000, RopeStyle::interleaved, true)},
+      {"a mid-sized synthetic model for benchmarks",
+       make("bench512", 8000, 512, 8, 8, 4, 64, 1376, 10000, RopeStyle::interleaved, true)},
+      {"the shapes of Llama 3.2 1B (Hugging Face rotary layout)",
+       make("llama1b", 32000, 2048, 16, 32, 8, 64, 8192, 500000, RopeStyle::half, true)},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_spec_names() {
+  std::vector<std::string> names;
+  for (const auto& b : builtins()) names.push_back(b.spec.name);
+  return names;
+}
+
+ModelSpec builtin_spec(const std::string& name) {
+  for (const auto& b : builtins())
+    if (b.spec.name == name) return b.spec;
+  throw SpecError(fmt::format("no built-in spec named '{}' (known: {})", name, fmt::join(builtin_spec_names(), ", ")));
+}
+
+ModelSpec load_spec(const std::string& name_or_path) {
+  for (const auto& b : builtins())
+    if (b.spec.name == name_or_path) return b.spec;
+  if (!fs::exists(name_or_path))
+    throw SpecError(fmt::format("'{}' is neither a built-in spec ({}) nor a spec file", name_or_path,
+                                fmt::join(builtin_spec_names(), ", ")));
+  return ModelSpec::from_json(parse_json(read_file(name_or_path, 1 << 20), name_or_path), name_or_path);
+}
+
+}  // namespace cutcheck

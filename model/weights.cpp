@@ -1,0 +1,118 @@
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+
+namespace cutcheck {
+
+namespace weight {
+std::string embedding() { return "tok_embeddings"; }
+std::string attention_norm(int64_t l) { return fmt::format("layers.{}.attention_norm", l); }
+std::string wq(int64_t l) { return fmt::format("layers.{}.attention.wq", l); }
+std::string wk(int64_t l) { return fmt::format("layers.{}.attention.wk", l); }
+std::string wv(int64_t l) { return fmt::format("layers.{}.attention.wv", l); }
+std::string wo(int64_t l) { return fmt::format("layers.{}.attention.wo", l); }
+std::string ffn_norm(int64_t l) { return fmt::format("layers.{}.ffn_norm", l); }
+std::string w1(int64_t l) { return fmt::format("layers.{}.feed_forward.w1", l); }
+std::string w2(int64_t l) { return fmt::format("layers.{}.feed_forward.w2", l); }
+std::string w3(int64_t l) { return fmt::format("layers.{}.feed_forward.w3", l); }
+std::string final_norm() { return "norm"; }
+std::string output() { return "output"; }
+std::string head(const ModelSpec& spec) { return spec.tied ? embedding() : output(); }
+}  // namespace weight
+
+std::vector<WeightInfo> weight_layout(const ModelSpec& spec) {
+  const int64_t V = spec.vocab, D = spec.dim, F = spec.ffn, Q = spec.q_width(), KV = spec.kv_width();
+  std::vector<WeightInfo> out{{weight::embedding(), {V, D}}};
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    out.push_back({weight::attention_norm(l), {D}});
+    out.push_back({weight::wq(l), {Q, D}});
+    out.push_back({weight::wk(l), {KV, D}});
+    out.push_back({weight::wv(l), {KV, D}});
+    out.push_back({weight::wo(l), {D, Q}});
+    out.push_back({weight::ffn_norm(l), {D}});
+    out.push_back({weight::w1(l), {F, D}});
+    out.push_back({weight::w2(l), {D, F}});
+    out.push_back({weight::w3(l), {F, D}});
+  }
+  out.push_back({weight::final_norm(), {D}});
+  if (!spec.tied) out.push_back({weight::output(), {V, D}});
+  return out;
+}
+
+namespace {
+
+// splitmix64: tiny, fast, and the same on every platform.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1), exactly representable, from the top 24 bits.
+  float symmetric() { return float(int32_t(next() >> 40) - (1 << 23)) * 0x1p-23f; }
+};
+
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+bool is_norm(const std::string& name) {
+  return name == weight::final_norm() || name.ends_with("_norm");
+}
+
+}  // namespace
+
+TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
+  spec.validate();
+  const double residual = 1.0 / std::sqrt(2.0 * double(spec.layers));
+  TensorMap out;
+  for (const WeightInfo& w : weight_layout(spec)) {
+    // Half-width a of a uniform [-a, a] with standard deviation sd: a = sqrt(3) sd.
+    double fan_in = double(w.shape.back());
+    double sd = 1.0 / std::sqrt(fan_in);
+    if (w.name.ends_with(".wo") || w.name.ends_with(".w2")) sd *= residual;
+    Tensor t({DType::f32, w.shape});
+    SplitMix rng{seed ^ name_hash(w.name)};
+    float half_width = float(std::sqrt(3.0) * sd);
+    for (float& v : t.as_mut<float>()) v = is_norm(w.name) ? 1.0f + 0.5f * rng.symmetric() : half_width * rng.symmetric();
+    out.emplace(w.name, std::move(t));
+  }
+  return out;
+}
+
+fs::path weights_file(const fs::path& dir) { return dir / "model.safetensors"; }
+
+void write_weights(const fs::path& dir, const TensorMap& weights, const ModelSpec& spec) {
+  check_weights(weights, spec, "weights to write");
+  write_safetensors(weights_file(dir), weights, {{"format", "cutcheck-weights"}, {"spec", spec.to_json().dump()}});
+}
+
+void check_weights(const TensorMap& weights, const ModelSpec& spec, const std::string& source) {
+  for (const WeightInfo& w : weight_layout(spec)) {
+    auto it = weights.find(w.name);
+    if (it == weights.end())
+      throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", source, w.name, spec.name));
+    TensorType want{DType::f32, w.shape};
+    if (it->second.type() != want)
+      throw FormatError(fmt::format("{}: weight '{}' is {}, the spec needs {}", source, w.name,
+                                    it->second.type().str(), want.str()));
+  }
+}
+
+TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
+  fs::path file = weights_file(dir);
+  TensorMap weights = read_safetensors(file).tensors;
+  check_weights(weights, spec, file.string());
+  return weights;
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,52 @@
+// The model's weights: their names and shapes (Meta's naming, [out, in] layout as in
+// llama2.c and Hugging Face), a seeded synthetic generator, and a weights folder.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/files.h"
+#include "core/tensor.h"
+#include "model/spec.h"
+
+namespace cutcheck {
+
+namespace weight {
+std::string embedding();                 // tok_embeddings [V, D]
+std::string attention_norm(int64_t l);   // layers.l.attention_norm [D]
+std::string wq(int64_t l);               // layers.l.attention.wq [H*E, D]
+std::string wk(int64_t l);               // layers.l.attention.wk [K*E, D]
+std::string wv(int64_t l);               // layers.l.attention.wv [K*E, D]
+std::string wo(int64_t l);               // layers.l.attention.wo [D, H*E]
+std::string ffn_norm(int64_t l);         // layers.l.ffn_norm [D]
+std::string w1(int64_t l);               // layers.l.feed_forward.w1 [F, D] (gate)
+std::string w2(int64_t l);               // layers.l.feed_forward.w2 [D, F] (down)
+std::string w3(int64_t l);               // layers.l.feed_forward.w3 [F, D] (up)
+std::string final_norm();                // norm [D]
+std::string output();                    // output [V, D], only when the head is not tied
+std::string head(const ModelSpec& spec);  // the classifier: output, or tok_embeddings when tied
+}  // namespace weight
+
+struct WeightInfo {
+  std::string name;
+  Shape shape;
+};
+
+// Every weight of the model, in llama2.c's order.
+std::vector<WeightInfo> weight_layout(const ModelSpec& spec);
+
+// Seeded weights for any spec. Each tensor's values depend only on (seed, name), and
+// are uniform with the spread of a standard initialisation: projections 1/sqrt(fan_in),
+// the residual outputs (wo, w2) further by 1/sqrt(2 layers) so activations stay near
+// unit scale however deep the model is, norm gains in [0.5, 1.5].
+TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
+
+// A weights folder holds model.safetensors, and spec.json when it came from an import.
+fs::path weights_file(const fs::path& dir);
+void write_weights(const fs::path& dir, const TensorMap& weights, const ModelSpec& spec);
+// Reads the folder's weights and checks each against the spec's layout, by name and shape.
+TensorMap read_weights(const fs::path& dir, const ModelSpec& spec);
+// Throws FormatError naming the first weight that is missing or mis-shaped.
+void check_weights(const TensorMap& weights, const ModelSpec& spec, const std::string& source);
+
+}  // namespace cutcheck

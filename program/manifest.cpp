@@ -1,0 +1,108 @@
+#include "program/manifest.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+
+namespace cutcheck {
+
+Json Manifest::to_json() const {
+  Json list = Json::array();
+  for (const ManifestWeight& w : weights)
+    list.push_back({{"name", w.name},
+                    {"file", w.file},
+                    {"tensor", w.tensor},
+                    {"dtype", dtype_name(w.type.dtype)},
+                    {"shape", w.type.shape}});
+  return {{"format", "cutcheck-manifest-1"}, {"dir", dir}, {"about", about}, {"weights", list}};
+}
+
+Manifest Manifest::from_json(const Json& json, const std::string& source) {
+  if (!json.is_object()) throw FormatError(fmt::format("{}: a manifest must be a JSON object", source));
+  std::string format = json_string(json, "format", source);
+  if (format != "cutcheck-manifest-1")
+    throw FormatError(fmt::format("{}: format is '{}', expected 'cutcheck-manifest-1'", source, format));
+  Manifest m;
+  m.dir = json_string(json, "dir", source);
+  if (json.contains("about")) {
+    if (!json["about"].is_object()) throw FormatError(fmt::format("{}: field 'about' must be an object", source));
+    m.about = json["about"];
+  }
+  const Json& list = json_field(json, "weights", source);
+  if (!list.is_array()) throw FormatError(fmt::format("{}: field 'weights' must be a list", source));
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string where = fmt::format("{}: weights[{}]", source, i);
+    const Json& entry = list[i];
+    ManifestWeight w;
+    w.name = json_string(entry, "name", where);
+    where = fmt::format("{}: weight '{}'", source, w.name);
+    w.file = json_string(entry, "file", where);
+    w.tensor = json_string(entry, "tensor", where);
+    std::string dtype = json_string(entry, "dtype", where);
+    if (!parse_dtype(dtype, w.type.dtype)) throw FormatError(fmt::format("{}: unknown dtype '{}'", where, dtype));
+    w.type.shape = json_int_list(entry, "shape", where);
+    for (int64_t d : w.type.shape)
+      if (d < 0) throw FormatError(fmt::format("{}: shape {} has a negative dimension", where, shape_str(w.type.shape)));
+    if (!names.insert(w.name).second) throw FormatError(fmt::format("{}: named twice", where));
+    m.weights.push_back(std::move(w));
+  }
+  return m;
+}
+
+Manifest Manifest::read(const fs::path& path) {
+  return from_json(parse_json(read_file(path, 64 << 20), path.string()), path.string());
+}
+
+const ManifestWeight* Manifest::find(const std::string& name) const {
+  for (const ManifestWeight& w : weights)
+    if (w.name == name) return &w;
+  return nullptr;
+}
+
+fs::path Manifest::weights_dir(const fs::path& manifest_folder) const {
+  fs::path d(dir);
+  return d.is_absolute() ? d : manifest_folder / d;
+}
+
+void verify_manifest(const Program& program, const Manifest& manifest, const std::string& source) {
+  std::set<std::string> declared;
+  for (const WeightDecl& decl : program.weights) {
+    const std::string& name = program.name(decl.value);
+    declared.insert(name);
+    const ManifestWeight* w = manifest.find(name);
+    if (!w) throw VerifyError(fmt::format("{}: weight '{}' is declared by the program but not in the manifest", source, name));
+    if (w->type != program.type(decl.value))
+      throw VerifyError(fmt::format("{}: weight '{}' is {} in the program but {} in the manifest", source, name,
+                                    program.type(decl.value).str(), w->type.str()));
+  }
+  for (const ManifestWeight& w : manifest.weights)
+    if (!declared.count(w.name))
+      throw VerifyError(fmt::format("{}: the manifest lists weight '{}', which the program does not declare", source, w.name));
+}
+
+TensorMap load_weights(const Manifest& manifest, const fs::path& manifest_folder) {
+  fs::path dir = manifest.weights_dir(manifest_folder);
+  std::map<std::string, TensorMap> files;
+  TensorMap out;
+  for (const ManifestWeight& w : manifest.weights) {
+    std::string what = fmt::format("manifest weight '{}'", w.name);
+    fs::path path = resolve_under(dir, w.file, what);
+    auto it = files.find(path.string());
+    if (it == files.end()) it = files.emplace(path.string(), read_safetensors(path).tensors).first;
+    auto t = it->second.find(w.tensor);
+    if (t == it->second.end())
+      throw FormatError(fmt::format("{}: '{}' holds no tensor '{}'", what, path.string(), w.tensor));
+    if (t->second.type() != w.type)
+      throw FormatError(fmt::format("{}: tensor '{}' in '{}' is {}, the manifest says {}", what, w.tensor,
+                                    path.string(), t->second.type().str(), w.type.str()));
+    out.emplace(w.name, t->second);
+  }
+  return out;
+}
+
+}  // namespace cutcheck

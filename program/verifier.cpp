@@ -1,0 +1,127 @@
+#include "program/verifier.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <set>
+
+#include "core/error.h"
+#include "core/limits.h"
+
+namespace cutcheck {
+namespace {
+
+class Verifier {
+ public:
+  Verifier(const Program& p, const std::string& source) : p_(p), source_(source), defined_(p.values.size(), false) {}
+
+  void run() {
+    for (const InputDecl& in : p_.inputs) {
+      define(in.value, in.loc);
+      const TensorType& t = p_.type(in.value);
+      if (in.range && t.dtype != DType::i32)
+        fail(in.loc, fmt::format("input %{}: only i32 inputs may declare a range", p_.name(in.value)));
+      if (t.dtype == DType::i1) fail(in.loc, fmt::format("input %{}: inputs are f32 or i32", p_.name(in.value)));
+    }
+    for (const WeightDecl& w : p_.weights) {
+      define(w.value, w.loc);
+      if (p_.type(w.value).dtype != DType::f32)
+        fail(w.loc, fmt::format("weight %{}: weights are f32, got {}", p_.name(w.value), p_.type(w.value).str()));
+    }
+    uint64_t bytes = 0;
+    for (const Operation& op : p_.ops) {
+      std::vector<const TensorType*> operands;
+      for (ValueId v : op.operands) {
+        if (v < 0 || size_t(v) >= p_.values.size() || !defined_[size_t(v)])
+          fail(op.loc, fmt::format("%{}: operand is used before it is defined", result_name(op)));
+        operands.push_back(&p_.type(v));
+      }
+      check_result(op);
+      try {
+        result_type(op.kind, operands, op.attrs, &p_.type(op.result));
+      } catch (const VerifyError& e) {
+        fail(op.loc, fmt::format("%{} = {}", p_.name(op.result), e.what()));
+      }
+      if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather) check_groups(op);
+      define(op.result, op.loc);
+      bytes += p_.type(op.result).bytes();
+    }
+    for (const InputDecl& in : p_.inputs) bytes += p_.type(in.value).bytes();
+    check_memory(bytes, fmt::format("{}: the program's values", source_));
+    std::set<std::string> output_names;
+    for (const OutputDecl& o : p_.outputs) {
+      if (!is_valid_output_name(o.name)) fail(o.loc, fmt::format("output '{}': not a valid name", o.name));
+      if (!output_names.insert(o.name).second) fail(o.loc, fmt::format("output '{}' is named twice", o.name));
+      if (o.value < 0 || size_t(o.value) >= p_.values.size() || !defined_[size_t(o.value)])
+        fail(o.loc, fmt::format("output '{}' names a value that is not defined", o.name));
+    }
+    if (p_.outputs.empty()) fail({}, "the program has no outputs");
+  }
+
+ private:
+  std::string result_name(const Operation& op) const {
+    return op.result >= 0 && size_t(op.result) < p_.values.size() ? p_.name(op.result) : "?";
+  }
+
+  void check_result(const Operation& op) {
+    if (op.result < 0 || size_t(op.result) >= p_.values.size())
+      fail(op.loc, fmt::format("{} has no result value", op_info(op.kind).name));
+  }
+
+  void define(ValueId v, Location loc) {
+    if (v < 0 || size_t(v) >= p_.values.size()) fail(loc, "a declaration names no value");
+    const std::string& name = p_.name(v);
+    if (!is_valid_value_name(name)) fail(loc, fmt::format("'%{}' is not a valid value name", name));
+    if (defined_[size_t(v)]) fail(loc, fmt::format("%{} is defined twice", name));
+    if (!names_.insert(name).second) fail(loc, fmt::format("two values are named %{}", name));
+    if (p_.type(v).rank() > max_tensor_rank)
+      fail(loc, fmt::format("%{} has rank {}, above the limit of {}", name, p_.type(v).rank(), max_tensor_rank));
+    p_.type(v).elements();  // throws LimitError for shapes too large to count
+    defined_[size_t(v)] = true;
+  }
+
+  // Replica groups must split the chips 0..count-1 into groups, each chip in one.
+  void check_groups(const Operation& op) {
+    const std::string where = fmt::format("%{} = {}", p_.name(op.result), op_info(op.kind).name);
+    if (!p_.replica) fail(op.loc, fmt::format("{}: a collective needs the program's 'chip i of n' line", where));
+    std::vector<bool> seen(size_t(p_.replica->count), false);
+    size_t count = 0;
+    for (const auto& group : op.int_lists("replica_groups")) {
+      for (int64_t chip : group) {
+        if (chip < 0 || chip >= p_.replica->count || seen[size_t(chip)])
+          fail(op.loc, fmt::format("{}: replica_groups must name each chip 0..{} once", where, p_.replica->count - 1));
+        seen[size_t(chip)] = true;
+        ++count;
+      }
+    }
+    if (count != size_t(p_.replica->count))
+      fail(op.loc, fmt::format("{}: replica_groups must name each chip 0..{} once", where, p_.replica->count - 1));
+  }
+
+  [[noreturn]] void fail(Location loc, const std::string& what) const {
+    if (loc.line > 0) throw VerifyError(fmt::format("{}:{}:{}: {}", source_, loc.line, loc.column, what));
+    throw VerifyError(fmt::format("{}: {}", source_, what));
+  }
+
+  const Program& p_;
+  const std::string& source_;
+  std::vector<bool> defined_;
+  std::set<std::string> names_;
+};
+
+}  // namespace
+
+bool is_valid_value_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  return true;
+}
+
+bool is_valid_output_name(std::string_view name) {
+  return is_valid_value_name(name) && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+}
+
+void verify(const Program& program, const std::string& source) { Verifier(program, source).run(); }
+
+}  // namespace cutcheck

@@ -1,0 +1,108 @@
+#include "reference/interpreter.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+
+namespace cutcheck {
+namespace {
+
+// Round to nearest, ties to even, keeping the top 16 bits of the f32 pattern.
+void round_to_bf16(Tensor& t) {
+  for (float& v : t.as_mut<float>()) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&v, &bits, 4);
+  }
+}
+
+}  // namespace
+
+Executable::Executable(Program program, TensorMap weights, RunOptions options)
+    : program_(std::move(program)), options_(options), slots_(program_.values.size()) {
+  for (const WeightDecl& w : program_.weights) {
+    const std::string& name = program_.name(w.value);
+    auto it = weights.find(name);
+    if (it == weights.end()) throw InputError(fmt::format("weight '{}' was not given", name));
+    if (it->second.type() != program_.type(w.value))
+      throw InputError(fmt::format("weight '{}' is {}, the program declares {}", name, it->second.type().str(),
+                                   program_.type(w.value).str()));
+    slots_[size_t(w.value)] = it->second;
+  }
+  for (const Operation& op : program_.ops) {
+    Step step{&op, kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
+    for (ValueId v : op.operands) step.operands.push_back(&slots_[size_t(v)]);
+    *step.result = Tensor(program_.type(op.result));
+    // Ops that read nothing give the same value on every run: compute them now.
+    if (op.operands.empty()) finish(step);
+    else steps_.push_back(std::move(step));
+  }
+}
+
+void Executable::finish(Step& step) const {
+  step.kernel(*step.op, step.operands, *step.result);
+  if (options_.round_to_bf16 && step.result->dtype() == DType::f32) round_to_bf16(*step.result);
+}
+
+void Executable::check_inputs(const TensorMap& inputs) const {
+  std::set<std::string> declared;
+  for (const InputDecl& in : program_.inputs) {
+    const std::string& name = program_.name(in.value);
+    declared.insert(name);
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw InputError(fmt::format("input '{}' ({}) was not given", name, program_.type(in.value).str()));
+    const Tensor& t = it->second;
+    if (t.type() != program_.type(in.value))
+      throw InputError(fmt::format("input '{}' is {}, the program declares {}", name, t.type().str(),
+                                   program_.type(in.value).str()));
+    if (in.range) {
+      auto values = t.as<int32_t>();
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (values[i] < in.range->first || values[i] > in.range->second)
+          throw InputError(fmt::format("input '{}' holds {} at element {}, outside its range [{}, {}]", name, values[i],
+                                       i, in.range->first, in.range->second));
+      }
+    }
+  }
+  for (const auto& [name, t] : inputs)
+    if (!declared.count(name)) throw InputError(fmt::format("input '{}' is not an input of the program", name));
+}
+
+void Executable::bind(const TensorMap& inputs) {
+  check_inputs(inputs);
+  for (const InputDecl& in : program_.inputs) slots_[size_t(in.value)] = inputs.at(program_.name(in.value));
+  next_ = 0;
+}
+
+size_t Executable::advance() {
+  if (next_ < steps_.size() && !steps_[next_].kernel) ++next_;  // the collective we stopped at is done
+  while (next_ < steps_.size()) {
+    Step& step = steps_[next_];
+    if (!step.kernel) return size_t(step.op - program_.ops.data());
+    finish(step);
+    ++next_;
+  }
+  return program_.ops.size();
+}
+
+const Tensor& Executable::collective_operand() const { return *steps_.at(next_).operands.at(0); }
+Tensor& Executable::collective_result() { return *steps_.at(next_).result; }
+
+TensorMap Executable::outputs() const {
+  TensorMap out;
+  for (const OutputDecl& o : program_.outputs) out.emplace(o.name, slots_[size_t(o.value)].clone());
+  return out;
+}
+
+TensorMap Executable::run(const TensorMap& inputs) {
+  bind(inputs);
+  if (advance() != program_.ops.size())
+    throw Error(fmt::format("{}: the program holds collectives; run it with its other chips", program_.label));
+  return outputs();
+}
+
+}  // namespace cutcheck

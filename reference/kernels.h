@@ -1,0 +1,43 @@
+// The reference semantics of every op: one function per op, each a plain loop nest.
+//
+// Numerics: tensors hold f32; every f32 op computes in double and rounds the result to
+// f32 once. Element-wise +, -, *, / and sqrt are therefore exactly the IEEE f32 ops;
+// exp, log, sine, cosine, power, rsqrt and logistic are the double results rounded.
+// reduce(add) and dot_general accumulate in double, in ascending index order (row-major
+// over the reduced or contracted dimensions), and round once. So every output element
+// is computed the same way whatever the tensor's other elements or its layout, which is
+// what makes the composition, batch and chunking properties hold bitwise.
+#pragma once
+
+#include <span>
+
+#include "core/tensor.h"
+#include "program/program.h"
+
+namespace cutcheck {
+
+using Operands = std::span<const Tensor* const>;
+using Kernel = void (*)(const Operation& op, Operands in, Tensor& out);
+
+// The kernel of an op; collectives have none (the multi-chip runner carries them out).
+Kernel kernel_for(OpKind kind);
+
+// The kernels, grouped as in docs/language.md.
+void eval_constant(const Operation& op, Operands in, Tensor& out);
+void eval_iota(const Operation& op, Operands in, Tensor& out);
+void eval_convert(const Operation& op, Operands in, Tensor& out);
+void eval_binary(const Operation& op, Operands in, Tensor& out);  // add ... power
+void eval_unary(const Operation& op, Operands in, Tensor& out);   // negate ... cosine
+void eval_compare(const Operation& op, Operands in, Tensor& out);
+void eval_select(const Operation& op, Operands in, Tensor& out);
+void eval_broadcast_in_dim(const Operation& op, Operands in, Tensor& out);
+void eval_reshape(const Operation& op, Operands in, Tensor& out);
+void eval_transpose(const Operation& op, Operands in, Tensor& out);
+void eval_slice(const Operation& op, Operands in, Tensor& out);
+void eval_concatenate(const Operation& op, Operands in, Tensor& out);
+void eval_dynamic_update_slice(const Operation& op, Operands in, Tensor& out);
+void eval_gather(const Operation& op, Operands in, Tensor& out);
+void eval_reduce(const Operation& op, Operands in, Tensor& out);
+void eval_dot_general(const Operation& op, Operands in, Tensor& out);
+
+}  // namespace cutcheck

@@ -1,0 +1,167 @@
+// Values from nothing, and element-wise ops. Each op's semantics is the one lambda in
+// its case; f32 math happens in double and is rounded to f32 when stored.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "core/error.h"
+#include "reference/kernels.h"
+
+namespace cutcheck {
+namespace {
+
+template <class T, class F>
+void map1(const Tensor& a, Tensor& out, F f) {
+  auto x = a.as<T>();
+  auto y = out.as_mut<T>();
+  for (size_t i = 0; i < y.size(); ++i) y[i] = T(f(x[i]));
+}
+
+template <class T, class R, class F>
+void map2(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  auto x = a.as<T>();
+  auto y = b.as<T>();
+  auto z = out.as_mut<R>();
+  for (size_t i = 0; i < z.size(); ++i) z[i] = R(f(x[i], y[i]));
+}
+
+// i32 arithmetic wraps around, as two's complement does.
+int32_t wrap(int64_t v) { return int32_t(uint32_t(uint64_t(v))); }
+
+// f32 -> i32 truncates toward zero, saturates, and maps NaN to 0.
+int32_t to_i32(float v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 2147483648.0f) return std::numeric_limits<int32_t>::max();
+  if (v < -2147483648.0f) return std::numeric_limits<int32_t>::min();
+  return int32_t(v);
+}
+
+// maximum and minimum propagate NaN.
+double nan_max(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : x > y ? x : y; }
+double nan_min(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : x < y ? x : y; }
+
+}  // namespace
+
+void eval_constant(const Operation& op, Operands, Tensor& out) {
+  double v = op.number("value");
+  if (out.dtype() == DType::f32)
+    for (float& y : out.as_mut<float>()) y = float(v);
+  else
+    for (int32_t& y : out.as_mut<int32_t>()) y = int32_t(v);
+}
+
+void eval_iota(const Operation& op, Operands, Tensor& out) {
+  const Shape& shape = out.shape();
+  const int64_t d = op.integer("iota_dimension");
+  int64_t inner = 1;
+  for (size_t i = size_t(d) + 1; i < shape.size(); ++i) inner *= shape[i];
+  const int64_t n = shape[size_t(d)];
+  // Element i holds its own index along the iota dimension.
+  if (out.dtype() == DType::f32) {
+    auto y = out.as_mut<float>();
+    for (size_t i = 0; i < y.size(); ++i) y[i] = float((int64_t(i) / inner) % n);
+  } else {
+    auto y = out.as_mut<int32_t>();
+    for (size_t i = 0; i < y.size(); ++i) y[i] = int32_t((int64_t(i) / inner) % n);
+  }
+}
+
+void eval_convert(const Operation&, Operands in, Tensor& out) {
+  const Tensor& a = *in[0];
+  const DType from = a.dtype(), to = out.dtype();
+  if (from == to) {
+    std::copy(a.raw().begin(), a.raw().end(), out.raw_mut().begin());
+  } else if (from == DType::f32 && to == DType::i32) {
+    auto x = a.as<float>();
+    auto y = out.as_mut<int32_t>();
+    for (size_t i = 0; i < y.size(); ++i) y[i] = to_i32(x[i]);
+  } else if (from == DType::i32 && to == DType::f32) {
+    auto x = a.as<int32_t>();
+    auto y = out.as_mut<float>();
+    for (size_t i = 0; i < y.size(); ++i) y[i] = float(x[i]);  // round to nearest
+  } else if (from == DType::i1) {
+    auto x = a.as<uint8_t>();
+    if (to == DType::f32)
+      for (size_t i = 0; i < x.size(); ++i) out.as_mut<float>()[i] = x[i] ? 1.0f : 0.0f;
+    else
+      for (size_t i = 0; i < x.size(); ++i) out.as_mut<int32_t>()[i] = x[i] ? 1 : 0;
+  } else {
+    throw Error("convert: unsupported dtypes");
+  }
+}
+
+void eval_binary(const Operation& op, Operands in, Tensor& out) {
+  const Tensor &a = *in[0], &b = *in[1];
+  if (a.dtype() == DType::i32) {
+    using I = int32_t;
+    switch (op.kind) {
+      case OpKind::add: return map2<I, I>(a, b, out, [](int64_t x, int64_t y) { return wrap(x + y); });
+      case OpKind::subtract: return map2<I, I>(a, b, out, [](int64_t x, int64_t y) { return wrap(x - y); });
+      case OpKind::multiply: return map2<I, I>(a, b, out, [](int64_t x, int64_t y) { return wrap(x * y); });
+      case OpKind::maximum: return map2<I, I>(a, b, out, [](I x, I y) { return x > y ? x : y; });
+      case OpKind::minimum: return map2<I, I>(a, b, out, [](I x, I y) { return x < y ? x : y; });
+      default: throw Error("binary op not defined on i32");
+    }
+  }
+  using F = float;
+  switch (op.kind) {
+    case OpKind::add: return map2<F, F>(a, b, out, [](double x, double y) { return x + y; });
+    case OpKind::subtract: return map2<F, F>(a, b, out, [](double x, double y) { return x - y; });
+    case OpKind::multiply: return map2<F, F>(a, b, out, [](double x, double y) { return x * y; });
+    case OpKind::divide: return map2<F, F>(a, b, out, [](double x, double y) { return x / y; });
+    case OpKind::maximum: return map2<F, F>(a, b, out, nan_max);
+    case OpKind::minimum: return map2<F, F>(a, b, out, nan_min);
+    case OpKind::power: return map2<F, F>(a, b, out, [](double x, double y) { return std::pow(x, y); });
+    default: throw Error("not a binary op");
+  }
+}
+
+void eval_unary(const Operation& op, Operands in, Tensor& out) {
+  const Tensor& a = *in[0];
+  if (a.dtype() == DType::i32) {
+    if (op.kind != OpKind::negate) throw Error("unary op not defined on i32");
+    return map1<int32_t>(a, out, [](int64_t x) { return wrap(-x); });
+  }
+  using F = float;
+  switch (op.kind) {
+    case OpKind::negate: return map1<F>(a, out, [](double x) { return -x; });
+    case OpKind::exponential: return map1<F>(a, out, [](double x) { return std::exp(x); });
+    case OpKind::log: return map1<F>(a, out, [](double x) { return std::log(x); });
+    case OpKind::sqrt: return map1<F>(a, out, [](double x) { return std::sqrt(x); });
+    case OpKind::rsqrt: return map1<F>(a, out, [](double x) { return 1.0 / std::sqrt(x); });
+    case OpKind::logistic: return map1<F>(a, out, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+    case OpKind::sine: return map1<F>(a, out, [](double x) { return std::sin(x); });
+    case OpKind::cosine: return map1<F>(a, out, [](double x) { return std::cos(x); });
+    default: throw Error("not a unary op");
+  }
+}
+
+void eval_compare(const Operation& op, Operands in, Tensor& out) {
+  const std::string& dir = op.word("comparison_direction");
+  // IEEE comparisons: anything compared with NaN is false, except NE.
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (dir == "EQ") return map2<T, uint8_t>(*in[0], *in[1], out, [](T x, T y) { return x == y; });
+    if (dir == "NE") return map2<T, uint8_t>(*in[0], *in[1], out, [](T x, T y) { return x != y; });
+    if (dir == "LT") return map2<T, uint8_t>(*in[0], *in[1], out, [](T x, T y) { return x < y; });
+    if (dir == "LE") return map2<T, uint8_t>(*in[0], *in[1], out, [](T x, T y) { return x <= y; });
+    if (dir == "GT") return map2<T, uint8_t>(*in[0], *in[1], out, [](T x, T y) { return x > y; });
+    return map2<T, uint8_t>(*in[0], *in[1], out, [](T x, T y) { return x >= y; });
+  };
+  if (in[0]->dtype() == DType::f32) run(float{});
+  else run(int32_t{});
+}
+
+void eval_select(const Operation&, Operands in, Tensor& out) {
+  auto pred = in[0]->as<uint8_t>();
+  const size_t width = dtype_size(out.dtype());
+  const std::byte* on_true = in[1]->raw().data();
+  const std::byte* on_false = in[2]->raw().data();
+  std::byte* y = out.raw_mut().data();
+  for (size_t i = 0; i < pred.size(); ++i) {
+    const std::byte* from = (pred[i] ? on_true : on_false) + i * width;
+    std::copy(from, from + width, y + i * width);
+  }
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,131 @@
+// Data movement: every op here only moves elements, so each is a strided copy from the
+// operand into the result with its own index map.
+#include <algorithm>
+#include <cstring>
+
+#include "reference/index.h"
+#include "reference/kernels.h"
+
+namespace cutcheck {
+namespace {
+
+// Copies every element of `shape`: the element at multi-index j goes from
+// src[sum j*src_strides] to dst[sum j*dst_strides] (strides in elements).
+template <size_t W>
+void copy_elements(std::byte* dst, const Index& dst_strides, const std::byte* src, const Index& src_strides,
+                   const Shape& shape) {
+  const int rank = int(shape.size());
+  if (rank == 0) {
+    std::memcpy(dst, src, W);
+    return;
+  }
+  if (element_count(shape) == 0) return;
+  const size_t last = size_t(rank - 1);
+  const int64_t n = shape[last], ds = dst_strides[last], ss = src_strides[last];
+  Odometer row(shape.data(), rank - 1);
+  do {
+    int64_t d = 0, s = 0;
+    for (size_t i = 0; i < last; ++i) {
+      d += row.at[i] * dst_strides[i];
+      s += row.at[i] * src_strides[i];
+    }
+    if (ds == 1 && ss == 1) {
+      std::memcpy(dst + d * int64_t(W), src + s * int64_t(W), size_t(n) * W);
+    } else {
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + (d + i * ds) * int64_t(W), src + (s + i * ss) * int64_t(W), W);
+    }
+  } while (row.next());
+}
+
+void copy_elements(size_t width, std::byte* dst, const Index& dst_strides, const std::byte* src,
+                   const Index& src_strides, const Shape& shape) {
+  if (width == 4) copy_elements<4>(dst, dst_strides, src, src_strides, shape);
+  else copy_elements<1>(dst, dst_strides, src, src_strides, shape);
+}
+
+size_t width_of(const Tensor& t) { return dtype_size(t.dtype()); }
+
+}  // namespace
+
+void eval_broadcast_in_dim(const Operation& op, Operands in, Tensor& out) {
+  // result[j] = operand[i] with i[k] = j[dims[k]], or 0 where operand dimension k has size 1.
+  const Tensor& a = *in[0];
+  const auto& dims = op.ints("broadcast_dimensions");
+  Index from = strides_of(a.shape()), src{};
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (a.shape()[k] != 1) src[size_t(dims[k])] = from[k];
+  copy_elements(width_of(a), out.raw_mut().data(), strides_of(out.shape()), a.raw().data(), src, out.shape());
+}
+
+void eval_reshape(const Operation&, Operands in, Tensor& out) {
+  // Row-major order is kept: the bytes are the same.
+  std::memcpy(out.raw_mut().data(), in[0]->raw().data(), out.bytes());
+}
+
+void eval_transpose(const Operation& op, Operands in, Tensor& out) {
+  // result[j] = operand[i] with i[perm[d]] = j[d].
+  const Tensor& a = *in[0];
+  const auto& perm = op.ints("permutation");
+  Index from = strides_of(a.shape()), src{};
+  for (size_t d = 0; d < perm.size(); ++d) src[d] = from[size_t(perm[d])];
+  copy_elements(width_of(a), out.raw_mut().data(), strides_of(out.shape()), a.raw().data(), src, out.shape());
+}
+
+void eval_slice(const Operation& op, Operands in, Tensor& out) {
+  // result[j] = operand[start + j * strides].
+  const Tensor& a = *in[0];
+  const auto &start = op.ints("start_indices"), &step = op.ints("strides");
+  Index from = strides_of(a.shape()), src{};
+  int64_t base = 0;
+  for (size_t d = 0; d < start.size(); ++d) {
+    src[d] = from[d] * step[d];
+    base += start[d] * from[d];
+  }
+  copy_elements(width_of(a), out.raw_mut().data(), strides_of(out.shape()),
+                a.raw().data() + base * int64_t(width_of(a)), src, out.shape());
+}
+
+void eval_concatenate(const Operation& op, Operands in, Tensor& out) {
+  // The operands one after another along `dimension`.
+  const size_t d = size_t(op.integer("dimension"));
+  Index to = strides_of(out.shape());
+  int64_t offset = 0;
+  for (const Tensor* part : in) {
+    copy_elements(width_of(*part), out.raw_mut().data() + offset * to[d] * int64_t(width_of(*part)), to,
+                  part->raw().data(), strides_of(part->shape()), part->shape());
+    offset += part->shape()[d];
+  }
+}
+
+void eval_dynamic_update_slice(const Operation&, Operands in, Tensor& out) {
+  // The operand with `update` written at the start indices, each clamped into
+  // [0, size - update size] as in StableHLO.
+  const Tensor &a = *in[0], &update = *in[1];
+  std::memcpy(out.raw_mut().data(), a.raw().data(), out.bytes());
+  Index to = strides_of(out.shape());
+  int64_t base = 0;
+  for (size_t d = 0; d < a.shape().size(); ++d) {
+    int64_t start = in[2 + d]->as<int32_t>()[0];
+    start = std::clamp<int64_t>(start, 0, a.shape()[d] - update.shape()[d]);
+    base += start * to[d];
+  }
+  copy_elements(width_of(a), out.raw_mut().data() + base * int64_t(width_of(a)), to, update.raw().data(),
+                strides_of(update.shape()), update.shape());
+}
+
+void eval_gather(const Operation&, Operands in, Tensor& out) {
+  // result[i..., rest...] = operand[indices[i...], rest...], the index clamped into
+  // [0, rows - 1] as in StableHLO (inputs are range-checked before any op runs).
+  const Tensor &a = *in[0], &indices = *in[1];
+  const int64_t rows = a.shape()[0];
+  const size_t row_bytes = rows == 0 ? 0 : a.bytes() / size_t(rows);
+  auto idx = indices.as<int32_t>();
+  std::byte* y = out.raw_mut().data();
+  if (rows == 0) return;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    int64_t r = std::clamp<int64_t>(idx[i], 0, rows - 1);
+    std::memcpy(y + i * row_bytes, a.raw().data() + size_t(r) * row_bytes, row_bytes);
+  }
+}
+
+}  // namespace cutcheck
