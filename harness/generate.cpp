@@ -1,0 +1,129 @@
+#include "harness/generate.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "model/signature.h"
+
+namespace cutcheck {
+
+std::string via_name(Via via) {
+  switch (via) {
+    case Via::automatic: return "auto";
+    case Via::decode: return "decode";
+    case Via::prefill: return "prefill";
+    case Via::batch: return "batch";
+    case Via::pieces: return "pieces";
+  }
+  return "?";
+}
+
+Via parse_via(const std::string& name) {
+  for (Via v : {Via::automatic, Via::decode, Via::prefill, Via::batch, Via::pieces})
+    if (via_name(v) == name) return v;
+  throw Error(fmt::format("unknown path '{}' (choose auto, decode, prefill, batch or pieces)", name));
+}
+
+namespace {
+
+// The kv caches of every layer, zero at first, in the layout the path's cuts use.
+TensorMap empty_caches(const ModelSpec& spec, int64_t ctx, bool batched) {
+  TensorMap caches;
+  Shape shape = batched ? Shape{1, ctx, spec.kv_heads, spec.head_dim} : Shape{ctx, spec.kv_heads, spec.head_dim};
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    caches.emplace(k_cache_name(l), Tensor({DType::f32, shape}));
+    caches.emplace(v_cache_name(l), Tensor({DType::f32, shape}));
+  }
+  return caches;
+}
+
+void take_caches(TensorMap& caches, TensorMap& outputs) {
+  for (auto& [name, t] : caches) t = std::move(outputs.at(name));
+}
+
+std::vector<float> to_vector(const Tensor& t) {
+  auto v = t.as<float>();
+  return {v.begin(), v.end()};
+}
+
+struct Step {
+  std::vector<float> logits;
+  int32_t next;
+};
+
+// Feeds `tokens` from position `pos` through one cut of the path and returns what the
+// last of them produces.
+Step feed(CutRunner& runner, const ModelSpec& spec, Via via, int64_t ctx, TensorMap& caches,
+          const std::vector<int32_t>& tokens, int64_t pos) {
+  const int64_t R = int64_t(tokens.size());
+  TensorMap in = caches;
+  TensorMap out;
+  if ((via == Via::decode || via == Via::pieces || via == Via::batch) && R != 1)
+    throw Error(fmt::format("the {} path feeds one token at a time", via_name(via)));
+  if (via == Via::decode || (via == Via::automatic && R == 1)) {
+    in["token"] = Tensor::scalar_i32(tokens[0]);
+    in["pos"] = Tensor::scalar_i32(int32_t(pos));
+    out = runner.run(Cut::decode(ctx), in);
+  } else if (via == Via::prefill || via == Via::automatic) {
+    in["tokens"] = Tensor::of_i32({R}, tokens);
+    in["pos"] = Tensor::scalar_i32(int32_t(pos));
+    out = runner.run(Cut::prefill(R, ctx), in);
+  } else if (via == Via::batch) {
+    in["tokens"] = Tensor::of_i32({1}, tokens);
+    in["pos"] = Tensor::of_i32({1}, {int32_t(pos)});
+    out = runner.run(Cut::batch(1, ctx), in);
+    out["logits"] = out.at("logits").reshaped({spec.vocab});
+    out["next"] = out.at("next").reshaped({});
+  } else {  // pieces: embed, each layer, head as separate programs
+    Tensor x = runner.run(Cut::decode_embed(), {{"token", Tensor::scalar_i32(tokens[0])}}).at("x");
+    for (int64_t l = 0; l < spec.layers; ++l) {
+      TensorMap layer_in{{"x", x}, {"pos", Tensor::scalar_i32(int32_t(pos))},
+                         {k_cache_name(l), caches.at(k_cache_name(l))}, {v_cache_name(l), caches.at(v_cache_name(l))}};
+      TensorMap layer_out = runner.run(Cut::decode_layer(l, ctx), layer_in);
+      x = layer_out.at("x");
+      out[k_cache_name(l)] = layer_out.at(k_cache_name(l));
+      out[v_cache_name(l)] = layer_out.at(v_cache_name(l));
+    }
+    TensorMap head = runner.run(Cut::decode_head(), {{"x", x}});
+    out["logits"] = head.at("logits");
+    out["next"] = head.at("next");
+  }
+  take_caches(caches, out);
+  return {to_vector(out.at("logits")), out.at("next").as<int32_t>()[0]};
+}
+
+}  // namespace
+
+Generation generate(CutRunner& runner, const ModelSpec& spec, const GenerateOptions& options) {
+  if (options.prompt.empty()) throw InputError("the prompt needs at least one token");
+  for (int32_t t : options.prompt)
+    if (t < 0 || t >= spec.vocab)
+      throw InputError(fmt::format("prompt token {} is outside the vocabulary [0, {})", t, spec.vocab));
+  if (options.steps < 0) throw InputError("steps must not be negative");
+  const int64_t prompt = int64_t(options.prompt.size());
+  const int64_t ctx = options.ctx > 0 ? options.ctx : prompt + options.steps;
+  if (prompt + options.steps - 1 > ctx)
+    throw InputError(fmt::format("{} prompt tokens and {} steps need a cache of {} positions, but ctx is {}", prompt,
+                                 options.steps, prompt + options.steps - 1, ctx));
+  Generation g;
+  if (options.steps == 0) return g;
+  TensorMap caches = empty_caches(spec, ctx, options.via == Via::batch);
+
+  // The prompt: all at once where the path takes rows, one token at a time otherwise.
+  Step step{};
+  bool chunked = options.via == Via::automatic || options.via == Via::prefill;
+  if (chunked) {
+    step = feed(runner, spec, options.via, ctx, caches, options.prompt, 0);
+  } else {
+    for (int64_t p = 0; p < prompt; ++p) step = feed(runner, spec, options.via, ctx, caches, {options.prompt[size_t(p)]}, p);
+  }
+  for (int64_t k = 0;; ++k) {
+    g.tokens.push_back(step.next);
+    g.logits.push_back(std::move(step.logits));
+    if (k + 1 == options.steps) break;
+    step = feed(runner, spec, options.via, ctx, caches, {g.tokens.back()}, prompt + k);
+  }
+  return g;
+}
+
+}  // namespace cutcheck

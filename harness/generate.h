@@ -1,0 +1,38 @@
+// Greedy generation through any cut path: each step feeds one token at its position and
+// takes the arg-max of the logits as the next token.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/runner.h"
+
+namespace cutcheck {
+
+enum class Via {
+  automatic,  // Prefill for the prompt, then Decode steps
+  decode,     // Decode{ctx} for every token
+  prefill,    // Prefill for the prompt, then Prefill{rows=1} steps
+  batch,      // Batch{rows=1} for every token
+  pieces,     // DecodeEmbed, DecodeLayer for each layer, DecodeHead: separate programs
+};
+
+std::string via_name(Via via);
+Via parse_via(const std::string& name);  // throws Error listing the choices
+
+struct GenerateOptions {
+  std::vector<int32_t> prompt{1};
+  int64_t steps = 16;
+  int64_t ctx = 0;  // cache capacity; 0 means prompt + steps
+  Via via = Via::automatic;
+};
+
+struct Generation {
+  std::vector<int32_t> tokens;             // the generated tokens, steps of them
+  std::vector<std::vector<float>> logits;  // logits[k]: what produced tokens[k]
+};
+
+// Throws InputError when the prompt is empty or a token is outside the vocabulary.
+Generation generate(CutRunner& runner, const ModelSpec& spec, const GenerateOptions& options);
+
+}  // namespace cutcheck

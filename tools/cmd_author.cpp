@@ -1,0 +1,30 @@
+#include <fmt/format.h>
+
+#include "author/author.h"
+#include "program/folder.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace cutcheck::cli {
+
+void add_author(CLI::App& app) {
+  struct Args {
+    std::string spec, cut, dir, out;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("author", "write the program and weight manifest of a cut");
+  cmd->add_option("--spec", args->spec, "a built-in spec (tiny, stories260K, ...) or a spec JSON file")->required();
+  cmd->add_option("--cut", args->cut, "the cut, e.g. decode{ctx=16} or batch_layer{layer=0,rows=4,ctx=32}")->required();
+  cmd->add_option("--dir", args->dir, "the weights folder the manifest names")->required();
+  cmd->add_option("--out", args->out, "the folder to write program.txt and manifest.json to")->required();
+  cmd->callback([args] {
+    ModelSpec spec = load_spec(args->spec);
+    Cut cut = Cut::parse(args->cut, "--cut");
+    Authored a = write(cut, spec, path_from(args->out, args->dir));
+    ProgramFolder{a.program, a.manifest, a.text}.write(args->out);
+    fmt::print("wrote {}/program.txt ({} ops) and {}/manifest.json ({} weights)\n", args->out, a.program.ops.size(),
+               args->out, a.manifest.weights.size());
+  });
+}
+
+}  // namespace cutcheck::cli

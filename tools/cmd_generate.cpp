@@ -1,0 +1,36 @@
+#include <fmt/format.h>
+
+#include "harness/generate.h"
+#include "model/weights.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace cutcheck::cli {
+
+void add_generate(CLI::App& app) {
+  struct Args {
+    std::string spec, weights, prompt = "1", via = "auto";
+    int64_t steps = 16, ctx = 0;
+    uint64_t seed = 0;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("generate", "greedy generation through the reference interpreter");
+  cmd->add_option("--spec", args->spec, "a built-in spec or a spec JSON file (default: WEIGHTS/spec.json)");
+  cmd->add_option("--weights", args->weights, "a weights folder (default: synthetic weights from --seed)");
+  cmd->add_option("--seed", args->seed, "seed of the synthetic weights when --weights is not given")->capture_default_str();
+  cmd->add_option("--prompt", args->prompt, "comma-separated prompt token ids")->capture_default_str();
+  cmd->add_option("--steps", args->steps, "tokens to generate")->capture_default_str();
+  cmd->add_option("--ctx", args->ctx, "cache capacity (default: prompt + steps)");
+  cmd->add_option("--via", args->via, "cut path: auto (prefill, then decode), decode, prefill, batch or pieces")
+      ->capture_default_str();
+  cmd->callback([args] {
+    ModelSpec spec = resolve_spec(args->spec, args->weights);
+    TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
+    ReferenceRunner runner(spec, std::move(weights));
+    GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
+    Generation g = generate(runner, spec, options);
+    fmt::print("{}\n", fmt::join(g.tokens, " "));
+  });
+}
+
+}  // namespace cutcheck::cli

@@ -1,0 +1,28 @@
+#include <fmt/format.h>
+
+#include "core/safetensors.h"
+#include "program/folder.h"
+#include "program/random_inputs.h"
+#include "tools/commands.h"
+
+namespace cutcheck::cli {
+
+void add_inputs(CLI::App& app) {
+  struct Args {
+    std::string folder, out;
+    uint64_t seed = 0;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("inputs", "write valid random inputs for an authored program");
+  cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json)")->required();
+  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str();
+  cmd->add_option("--out", args->out, "the safetensors file to write")->required();
+  cmd->callback([args] {
+    ProgramFolder f = ProgramFolder::read(args->folder);
+    TensorMap inputs = random_inputs(f.program, args->seed);
+    write_safetensors(args->out, inputs);
+    fmt::print("wrote {} inputs to {}\n", inputs.size(), args->out);
+  });
+}
+
+}  // namespace cutcheck::cli

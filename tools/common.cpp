@@ -1,0 +1,41 @@
+#include "tools/common.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/error.h"
+
+namespace cutcheck::cli {
+
+ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir) {
+  if (!spec.empty()) return load_spec(spec);
+  if (!weights_dir.empty() && fs::exists(fs::path(weights_dir) / "spec.json"))
+    return load_spec((fs::path(weights_dir) / "spec.json").string());
+  throw Error("give --spec (a built-in name or a spec file), or --weights with a spec.json inside");
+}
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+  std::vector<int32_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    int32_t v = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      throw Error(fmt::format("'{}' is not a comma-separated list of token ids", text));
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string path_from(const fs::path& from, const std::string& target) {
+  fs::path t(target);
+  if (t.is_absolute()) return target;
+  return fs::absolute(t).lexically_normal().lexically_relative(fs::absolute(from).lexically_normal()).string();
+}
+
+}  // namespace cutcheck::cli

@@ -1,0 +1,32 @@
+// cutcheck: author, run and check programs for the cuts of a transformer decoder.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "core/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cutcheck: a reference interpreter and property checker for transformer-decoder programs"};
+  app.require_subcommand(1);
+  cutcheck::cli::add_author(app);
+  cutcheck::cli::add_weights(app);
+  cutcheck::cli::add_inputs(app);
+  cutcheck::cli::add_run(app);
+  cutcheck::cli::add_generate(app);
+  cutcheck::cli::add_spec(app);
+  cutcheck::cli::add_import_llama2c(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const cutcheck::Error& e) {
+    fmt::print(stderr, "cutcheck: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "cutcheck: internal error: {}\n", e.what());
+    return 70;
+  }
+  return 0;
+}
