@@ -181,6 +181,9 @@ std::optional<std::string> Cut::impossible_for(const ModelSpec& spec) const {
     return fmt::format("{}: layer {} does not exist (the spec has layers 0..{})", str(), layer, spec.layers - 1);
   if (p.rows && rows <= 0) return fmt::format("{}: rows must be at least 1", str());
   if (p.ctx && ctx <= 0) return fmt::format("{}: ctx must be at least 1", str());
+  // Prefill rows share one cache from pos on: with rows > ctx no pos satisfies pos + rows <= ctx.
+  if (family() == Family::prefill && p.ctx && rows > ctx)
+    return fmt::format("{}: rows ({}) exceed ctx ({}), so no position satisfies pos + rows <= ctx", str(), rows, ctx);
   return std::nullopt;
 }
 

@@ -83,7 +83,8 @@ struct Cut {
   static Cut parse(const std::string& text, const std::string& source = "cut");
 
   // The reason this cut cannot exist for `spec`, if it cannot: layer >= layers,
-  // rows = 0 or ctx = 0 (and nothing else).
+  // rows = 0, ctx = 0, or a prefill whose rows exceed its ctx (no position could run
+  // it). Nothing else is refused.
   std::optional<std::string> impossible_for(const ModelSpec& spec) const;
   // Throws Refused with that reason.
   void check_possible(const ModelSpec& spec) const;

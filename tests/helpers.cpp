@@ -1,0 +1,47 @@
+#include "tests/helpers.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace cutcheck::test {
+
+Tensor run_op(OpKind kind, const std::vector<Tensor>& operands, std::vector<Attr> attrs,
+              std::optional<TensorType> stated) {
+  Builder b("one op");
+  std::vector<ValueId> ids;
+  TensorMap inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    std::string name = fmt::format("in{}", i);
+    ids.push_back(b.input(name, operands[i].type()));
+    inputs.emplace(name, operands[i]);
+  }
+  ValueId r = b.op(kind, ids, std::move(attrs), "result", stated);
+  b.output("result", r);
+  Executable exe(b.finish(), {});
+  return exe.run(inputs).at("result");
+}
+
+std::vector<float> floats(const Tensor& t) {
+  auto v = t.as<float>();
+  return {v.begin(), v.end()};
+}
+
+std::vector<int32_t> ints_of(const Tensor& t) {
+  auto v = t.as<int32_t>();
+  return {v.begin(), v.end()};
+}
+
+std::optional<fs::path> shared_dir() {
+  fs::path dir = CUTCHECK_SHARED_DIR;
+  if (fs::exists(dir / "models" / "stories260K.bin")) return dir;
+  return std::nullopt;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("cutcheck-test-{}-{}", ::getpid(), name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace cutcheck::test

@@ -1,0 +1,34 @@
+// Helpers for the tests: run one op, build small tensors, find the shared folder.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "author/builder.h"
+#include "core/files.h"
+#include "reference/interpreter.h"
+
+namespace cutcheck::test {
+
+// Runs one op on the given operands (as program inputs) and returns its result.
+Tensor run_op(OpKind kind, const std::vector<Tensor>& operands, std::vector<Attr> attrs = {},
+              std::optional<TensorType> stated = std::nullopt);
+
+std::vector<float> floats(const Tensor& t);
+std::vector<int32_t> ints_of(const Tensor& t);
+
+// ../shared beside the clone, or nullopt when it is not there.
+std::optional<fs::path> shared_dir();
+
+// A fresh empty folder under the build's temporary directory.
+fs::path temp_dir(const std::string& name);
+
+}  // namespace cutcheck::test
+
+#define SKIP_WITHOUT_SHARED(var)                                                                    \
+  auto var##_opt = ::cutcheck::test::shared_dir();                                                  \
+  if (!var##_opt) GTEST_SKIP() << "../shared (models and fixtures) is not beside the clone here"; \
+  const fs::path var = *var##_opt

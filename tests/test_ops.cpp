@@ -1,0 +1,219 @@
+// Each op of the language against values worked out by hand.
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+using test::floats;
+using test::ints_of;
+using test::run_op;
+using V = std::vector<float>;
+using I = std::vector<int32_t>;
+
+TEST(Ops, ConstantFillsEveryElement) {
+  EXPECT_EQ(floats(run_op(OpKind::constant, {}, {number(-2.5)}, TensorType{DType::f32, {2, 2}})), (V{-2.5, -2.5, -2.5, -2.5}));
+  EXPECT_EQ(ints_of(run_op(OpKind::constant, {}, {number(7)}, TensorType{DType::i32, {3}})), (I{7, 7, 7}));
+}
+
+TEST(Ops, IotaCountsAlongItsDimension) {
+  EXPECT_EQ(ints_of(run_op(OpKind::iota, {}, {integer(1)}, TensorType{DType::i32, {2, 3}})), (I{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(floats(run_op(OpKind::iota, {}, {integer(0)}, TensorType{DType::f32, {2, 3}})), (V{0, 0, 0, 1, 1, 1}));
+}
+
+TEST(Ops, ConvertTruncatesSaturatesAndMapsNanToZero) {
+  Tensor x = Tensor::of_f32({5}, {1.9f, -1.9f, 3e9f, -3e9f, NAN});
+  EXPECT_EQ(ints_of(run_op(OpKind::convert, {x}, {}, TensorType{DType::i32, {5}})),
+            (I{1, -1, INT32_MAX, INT32_MIN, 0}));
+  EXPECT_EQ(floats(run_op(OpKind::convert, {Tensor::of_i32({2}, {16777217, -3})}, {}, TensorType{DType::f32, {2}})),
+            (V{16777216.0f, -3.0f}));
+}
+
+TEST(Ops, ArithmeticIsIeeeSingle) {
+  Tensor a = Tensor::of_f32({4}, {1, 0.1f, 3, -8});
+  Tensor b = Tensor::of_f32({4}, {2, 0.2f, 0.5f, 2});
+  EXPECT_EQ(floats(run_op(OpKind::add, {a, b})), (V{3, 0.1f + 0.2f, 3.5f, -6}));
+  EXPECT_EQ(floats(run_op(OpKind::subtract, {a, b})), (V{-1, 0.1f - 0.2f, 2.5f, -10}));
+  EXPECT_EQ(floats(run_op(OpKind::multiply, {a, b})), (V{2, 0.1f * 0.2f, 1.5f, -16}));
+  EXPECT_EQ(floats(run_op(OpKind::divide, {a, b})), (V{0.5f, 0.1f / 0.2f, 6, -4}));
+  EXPECT_EQ(floats(run_op(OpKind::power, {Tensor::of_f32({2}, {2, 9}), Tensor::of_f32({2}, {10, 0.5f})})), (V{1024, 3}));
+}
+
+TEST(Ops, MaximumAndMinimumPropagateNan) {
+  Tensor a = Tensor::of_f32({3}, {1, NAN, -1});
+  Tensor b = Tensor::of_f32({3}, {2, 0, -3});
+  V mx = floats(run_op(OpKind::maximum, {a, b}));
+  V mn = floats(run_op(OpKind::minimum, {a, b}));
+  EXPECT_EQ(mx[0], 2);
+  EXPECT_TRUE(std::isnan(mx[1]));
+  EXPECT_EQ(mx[2], -1);
+  EXPECT_EQ(mn[0], 1);
+  EXPECT_TRUE(std::isnan(mn[1]));
+  EXPECT_EQ(mn[2], -3);
+}
+
+TEST(Ops, IntegerArithmeticWraps) {
+  Tensor a = Tensor::of_i32({3}, {INT32_MAX, 5, -7});
+  Tensor b = Tensor::of_i32({3}, {1, -9, 3});
+  EXPECT_EQ(ints_of(run_op(OpKind::add, {a, b})), (I{INT32_MIN, -4, -4}));
+  EXPECT_EQ(ints_of(run_op(OpKind::multiply, {a, b})), (I{INT32_MAX, -45, -21}));
+  EXPECT_EQ(ints_of(run_op(OpKind::maximum, {a, b})), (I{INT32_MAX, 5, 3}));
+  EXPECT_EQ(ints_of(run_op(OpKind::negate, {Tensor::of_i32({2}, {INT32_MIN, 4})})), (I{INT32_MIN, -4}));
+}
+
+TEST(Ops, UnaryFunctionsAreRoundedDoubleResults) {
+  Tensor x = Tensor::of_f32({3}, {0, 1, -2});
+  EXPECT_EQ(floats(run_op(OpKind::negate, {x})), (V{-0.0f, -1, 2}));
+  EXPECT_EQ(floats(run_op(OpKind::exponential, {x})), (V{1, float(std::exp(1.0)), float(std::exp(-2.0))}));
+  EXPECT_EQ(floats(run_op(OpKind::logistic, {x})), (V{0.5f, float(1 / (1 + std::exp(-1.0))), float(1 / (1 + std::exp(2.0)))}));
+  EXPECT_EQ(floats(run_op(OpKind::sine, {x})), (V{0, float(std::sin(1.0)), float(std::sin(-2.0))}));
+  EXPECT_EQ(floats(run_op(OpKind::cosine, {x})), (V{1, float(std::cos(1.0)), float(std::cos(-2.0))}));
+  Tensor p = Tensor::of_f32({3}, {4, 0.25f, 2});
+  EXPECT_EQ(floats(run_op(OpKind::sqrt, {p})), (V{2, 0.5f, float(std::sqrt(2.0))}));
+  EXPECT_EQ(floats(run_op(OpKind::rsqrt, {p})), (V{0.5f, 2, float(1 / std::sqrt(2.0))}));
+  EXPECT_EQ(floats(run_op(OpKind::log, {p})), (V{float(std::log(4.0)), float(std::log(0.25)), float(std::log(2.0))}));
+}
+
+TEST(Ops, CompareFollowsIeeeIncludingNan) {
+  Tensor a = Tensor::of_f32({3}, {1, 2, NAN});
+  Tensor b = Tensor::of_f32({3}, {2, 2, NAN});
+  auto cmp = [&](const char* dir) {
+    Tensor t = run_op(OpKind::compare, {a, b}, {word(dir)});
+    auto v = t.as<uint8_t>();
+    return std::vector<int>(v.begin(), v.end());
+  };
+  EXPECT_EQ(cmp("LT"), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(cmp("LE"), (std::vector<int>{1, 1, 0}));
+  EXPECT_EQ(cmp("EQ"), (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(cmp("NE"), (std::vector<int>{1, 0, 1}));
+  EXPECT_EQ(cmp("GT"), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(cmp("GE"), (std::vector<int>{0, 1, 0}));
+}
+
+TEST(Ops, SelectPicksPerElement) {
+  // Predicates are never inputs, so this one is computed in the program.
+  Builder b("select");
+  ValueId a = b.input("a", {DType::i32, {3}}), one = b.input("one", {DType::i32, {3}});
+  ValueId t = b.input("t", {DType::f32, {3}}), f = b.input("f", {DType::f32, {3}});
+  b.output("r", b.select(b.compare(a, one, "GT", "pred"), t, f, "r"));
+  Executable exe(b.finish(), {});
+  TensorMap out = exe.run({{"a", Tensor::of_i32({3}, {0, 5, 2})}, {"one", Tensor::of_i32({3}, {1, 1, 1})},
+                           {"t", Tensor::of_f32({3}, {1, 2, 3})}, {"f", Tensor::of_f32({3}, {-1, -2, -3})}});
+  EXPECT_EQ(floats(out.at("r")), (V{-1, 2, 3}));
+}
+
+TEST(Ops, BroadcastInDimMapsOperandDimensions) {
+  Tensor x = Tensor::of_f32({2}, {1, 2});
+  EXPECT_EQ(floats(run_op(OpKind::broadcast_in_dim, {x}, {ints({0})}, TensorType{DType::f32, {2, 3}})),
+            (V{1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(floats(run_op(OpKind::broadcast_in_dim, {x}, {ints({1})}, TensorType{DType::f32, {3, 2}})),
+            (V{1, 2, 1, 2, 1, 2}));
+  Tensor one = Tensor::of_f32({1, 2}, {5, 6});  // a size-1 dimension broadcasts too
+  EXPECT_EQ(floats(run_op(OpKind::broadcast_in_dim, {one}, {ints({0, 1})}, TensorType{DType::f32, {2, 2}})),
+            (V{5, 6, 5, 6}));
+  EXPECT_EQ(floats(run_op(OpKind::broadcast_in_dim, {Tensor::of_f32({}, {4})}, {ints({})}, TensorType{DType::f32, {2}})),
+            (V{4, 4}));
+}
+
+TEST(Ops, ReshapeKeepsRowMajorOrder) {
+  Tensor x = Tensor::of_f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor r = run_op(OpKind::reshape, {x}, {}, TensorType{DType::f32, {3, 2}});
+  EXPECT_EQ(r.shape(), (Shape{3, 2}));
+  EXPECT_EQ(floats(r), (V{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(Ops, TransposePermutesDimensions) {
+  Tensor x = Tensor::of_f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor t = run_op(OpKind::transpose, {x}, {ints({1, 0})});
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(floats(t), (V{1, 4, 2, 5, 3, 6}));
+  Tensor y = Tensor::of_f32({2, 1, 2}, {1, 2, 3, 4});
+  EXPECT_EQ(floats(run_op(OpKind::transpose, {y}, {ints({2, 1, 0})})), (V{1, 3, 2, 4}));
+}
+
+TEST(Ops, SliceTakesStartLimitStride) {
+  Tensor x = Tensor::of_f32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor s = run_op(OpKind::slice, {x}, {ints({0, 1}), ints({2, 4}), ints({1, 2})});
+  EXPECT_EQ(s.shape(), (Shape{2, 2}));
+  EXPECT_EQ(floats(s), (V{1, 3, 5, 7}));
+  EXPECT_EQ(floats(run_op(OpKind::slice, {x}, {ints({1, 0}), ints({2, 3}), ints({1, 1})})), (V{4, 5, 6}));
+}
+
+TEST(Ops, ConcatenateJoinsAlongADimension) {
+  Tensor a = Tensor::of_f32({2, 1}, {1, 2});
+  Tensor b = Tensor::of_f32({2, 2}, {3, 4, 5, 6});
+  EXPECT_EQ(floats(run_op(OpKind::concatenate, {a, b}, {integer(1)})), (V{1, 3, 4, 2, 5, 6}));
+  EXPECT_EQ(floats(run_op(OpKind::concatenate, {b, b}, {integer(0)})), (V{3, 4, 5, 6, 3, 4, 5, 6}));
+}
+
+TEST(Ops, DynamicUpdateSliceWritesAtClampedStart) {
+  Tensor base = Tensor::of_f32({3, 2}, {0, 0, 0, 0, 0, 0});
+  Tensor update = Tensor::of_f32({1, 2}, {7, 8});
+  auto at = [&](int32_t row, int32_t col) {
+    return floats(run_op(OpKind::dynamic_update_slice, {base, update, Tensor::scalar_i32(row), Tensor::scalar_i32(col)}));
+  };
+  EXPECT_EQ(at(1, 0), (V{0, 0, 7, 8, 0, 0}));
+  EXPECT_EQ(at(5, 0), (V{0, 0, 0, 0, 7, 8}));   // clamped to the last row
+  EXPECT_EQ(at(-2, 3), (V{7, 8, 0, 0, 0, 0}));  // clamped to the first row and column
+}
+
+TEST(Ops, GatherTakesRowsAndClampsIndices) {
+  Tensor table = Tensor::of_f32({3, 2}, {0, 1, 10, 11, 20, 21});
+  Tensor r = run_op(OpKind::gather, {table, Tensor::of_i32({2, 2}, {2, 0, 1, 9})});
+  EXPECT_EQ(r.shape(), (Shape{2, 2, 2}));
+  EXPECT_EQ(floats(r), (V{20, 21, 0, 1, 10, 11, 20, 21}));
+}
+
+TEST(Ops, ReduceAccumulatesInDoubleAndRoundsOnce) {
+  // In f32 arithmetic 1e8 + 1 + 1 + 1 + 1 stays 1e8; summed in double it is 1e8 + 4.
+  Tensor x = Tensor::of_f32({5}, {1e8f, 1, 1, 1, 1});
+  EXPECT_EQ(floats(run_op(OpKind::reduce, {x}, {word("add"), ints({0})})), (V{100000004.0f}));
+  Tensor m = Tensor::of_f32({2, 3}, {1, 5, 2, -1, -7, -3});
+  EXPECT_EQ(floats(run_op(OpKind::reduce, {m}, {word("add"), ints({1})})), (V{8, -11}));
+  EXPECT_EQ(floats(run_op(OpKind::reduce, {m}, {word("max"), ints({1})})), (V{5, -1}));
+  EXPECT_EQ(floats(run_op(OpKind::reduce, {m}, {word("min"), ints({0})})), (V{-1, -7, -3}));
+  EXPECT_EQ(floats(run_op(OpKind::reduce, {m}, {word("add"), ints({0, 1})})), (V{-3}));
+  V with_nan = floats(run_op(OpKind::reduce, {Tensor::of_f32({2}, {NAN, 1})}, {word("max"), ints({0})}));
+  EXPECT_TRUE(std::isnan(with_nan[0]));
+  EXPECT_EQ(ints_of(run_op(OpKind::reduce, {Tensor::of_i32({3}, {4, -2, 9})}, {word("min"), ints({0})})), (I{-2}));
+  EXPECT_EQ(ints_of(run_op(OpKind::reduce, {Tensor::of_i32({2}, {INT32_MAX, 1})}, {word("add"), ints({0})})),
+            (I{INT32_MIN}));
+}
+
+TEST(Ops, DotGeneralContractsAndBatches) {
+  // [2,3] . [2,3] contracting dimension 1 of both: x W^T.
+  Tensor x = Tensor::of_f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor w = Tensor::of_f32({2, 3}, {1, 0, -1, 2, 1, 0});
+  Tensor r = run_op(OpKind::dot_general, {x, w}, {ints({}), ints({}), ints({1}), ints({1})});
+  EXPECT_EQ(r.shape(), (Shape{2, 2}));
+  EXPECT_EQ(floats(r), (V{-2, 4, -2, 13}));
+  // Batched: result [batch, lhs free, rhs free].
+  Tensor a = Tensor::of_f32({2, 1, 2}, {1, 2, 3, 4});
+  Tensor b = Tensor::of_f32({2, 2, 1}, {5, 6, 7, 8});
+  Tensor bt = run_op(OpKind::dot_general, {a, b}, {ints({0}), ints({0}), ints({2}), ints({1})});
+  EXPECT_EQ(bt.shape(), (Shape{2, 1, 1}));
+  EXPECT_EQ(floats(bt), (V{17, 53}));
+  // Two contracting dimensions, summed in double: 1e8 + 1 + 1 + 1 + 1.
+  Tensor big = Tensor::of_f32({1, 5}, {1e8f, 1, 1, 1, 1});
+  Tensor ones = Tensor::of_f32({1, 5}, {1, 1, 1, 1, 1});
+  EXPECT_EQ(floats(run_op(OpKind::dot_general, {big, ones}, {ints({}), ints({}), ints({0, 1}), ints({0, 1})})),
+            (V{100000004.0f}));
+}
+
+TEST(Ops, TypeRulesRefuseMismatches) {
+  Tensor a = Tensor::of_f32({2}, {1, 2});
+  Tensor b = Tensor::of_f32({3}, {1, 2, 3});
+  EXPECT_THROW(run_op(OpKind::add, {a, b}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::divide, {Tensor::of_i32({1}, {1}), Tensor::of_i32({1}, {1})}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::transpose, {a}, {ints({1})}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::slice, {a}, {ints({1}), ints({3}), ints({1})}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::reshape, {a}, {}, TensorType{DType::f32, {3}}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::dot_general, {a, b}, {ints({}), ints({}), ints({0}), ints({0})}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::compare, {a, a}, {word("LTE")}), VerifyError);
+}
+
+}  // namespace
+}  // namespace cutcheck
