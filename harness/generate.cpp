@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "harness/compose.h"
 #include "model/signature.h"
 
 namespace cutcheck {
@@ -75,18 +76,9 @@ Step feed(CutRunner& runner, const ModelSpec& spec, Via via, int64_t ctx, Tensor
     out["logits"] = out.at("logits").reshaped({spec.vocab});
     out["next"] = out.at("next").reshaped({});
   } else {  // pieces: embed, each layer, head as separate programs
-    Tensor x = runner.run(Cut::decode_embed(), {{"token", Tensor::scalar_i32(tokens[0])}}).at("x");
-    for (int64_t l = 0; l < spec.layers; ++l) {
-      TensorMap layer_in{{"x", x}, {"pos", Tensor::scalar_i32(int32_t(pos))},
-                         {k_cache_name(l), caches.at(k_cache_name(l))}, {v_cache_name(l), caches.at(v_cache_name(l))}};
-      TensorMap layer_out = runner.run(Cut::decode_layer(l, ctx), layer_in);
-      x = layer_out.at("x");
-      out[k_cache_name(l)] = layer_out.at(k_cache_name(l));
-      out[v_cache_name(l)] = layer_out.at(v_cache_name(l));
-    }
-    TensorMap head = runner.run(Cut::decode_head(), {{"x", x}});
-    out["logits"] = head.at("logits");
-    out["next"] = head.at("next");
+    in["token"] = Tensor::scalar_i32(tokens[0]);
+    in["pos"] = Tensor::scalar_i32(int32_t(pos));
+    out = run_pieces(runner, spec, pieces_of(Cut::decode(ctx), spec), in);
   }
   take_caches(caches, out);
   return {to_vector(out.at("logits")), out.at("next").as<int32_t>()[0]};

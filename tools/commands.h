@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <stdexcept>
 
 namespace cutcheck::cli {
 
@@ -12,5 +13,12 @@ void add_run(CLI::App& app);
 void add_generate(CLI::App& app);
 void add_spec(CLI::App& app);
 void add_import_llama2c(CLI::App& app);
+void add_check(CLI::App& app);
+
+// Thrown when a check or conformance run finds failures: exit code 1, not 2.
+class CheckFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace cutcheck::cli

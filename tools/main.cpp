@@ -17,10 +17,14 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_generate(app);
   cutcheck::cli::add_spec(app);
   cutcheck::cli::add_import_llama2c(app);
+  cutcheck::cli::add_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const cutcheck::cli::CheckFailed& e) {
+    fmt::print(stderr, "cutcheck: {}\n", e.what());
+    return 1;
   } catch (const cutcheck::Error& e) {
     fmt::print(stderr, "cutcheck: error: {}\n", e.what());
     return 2;

@@ -23,6 +23,8 @@ for via in auto decode prefill batch pieces; do
   step "$cutcheck" generate --weights tiny-weights --prompt 1,2,3 --steps 12 --via "$via"
 done
 
+step "$cutcheck" check --cases 100
+
 model=${1:-$root/../shared/models/stories260K.bin}
 if [ -f "$model" ]; then
   step "$cutcheck" import-llama2c "$model" --out real

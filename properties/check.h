@@ -1,0 +1,32 @@
+// Runs catalog properties with RapidCheck and reports each as a value: cases, result,
+// time, and on failure the shrunk counterexample and the string that reproduces it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "properties/catalog.h"
+
+namespace cutcheck {
+
+struct CheckOptions {
+  int cases = 100;
+  uint64_t seed = 0;       // RapidCheck's seed; the same seed generates the same cases
+  bool shrink = true;
+  std::string reproduce = {};  // RapidCheck's "reproduce=..." string of an earlier failure
+};
+
+struct CheckResult {
+  std::string property;
+  int cases = 0;           // cases that passed
+  bool passed = false;
+  double seconds = 0;
+  std::string failure;         // what failed, after shrinking
+  std::string counterexample;  // the shrunk case, printed
+  std::string reproduce;       // RC_PARAMS value that replays this failure
+};
+
+CheckResult check(const Property& property, const Subject& subject, const CheckOptions& options);
+
+}  // namespace cutcheck

@@ -1,0 +1,63 @@
+#include "properties/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cutcheck {
+namespace {
+
+std::string element_str(const Tensor& t, size_t i) {
+  switch (t.dtype()) {
+    case DType::f32: {
+      float v = t.as<float>()[i];
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      return fmt::format("{} (0x{:08x})", v, bits);
+    }
+    case DType::i32: return fmt::format("{}", t.as<int32_t>()[i]);
+    case DType::i1: return fmt::format("{}", int(t.as<uint8_t>()[i]));
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::optional<std::string> bitwise_difference(const TensorMap& want, const TensorMap& got) {
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) return fmt::format("'{}' is missing", name);
+    const Tensor& g = it->second;
+    if (g.type() != w.type()) return fmt::format("'{}' is {}, expected {}", name, g.type().str(), w.type().str());
+    if (w.same_bits(g)) continue;
+    const size_t width = dtype_size(w.dtype());
+    for (size_t i = 0; i < size_t(w.elements()); ++i)
+      if (std::memcmp(w.raw().data() + i * width, g.raw().data() + i * width, width) != 0)
+        return fmt::format("'{}' element {} is {}, expected {}", name, i, element_str(g, i), element_str(w, i));
+  }
+  for (const auto& [name, g] : got)
+    if (!want.count(name)) return fmt::format("'{}' is not expected", name);
+  return std::nullopt;
+}
+
+std::optional<std::string> text_difference(const std::string& want, const std::string& got) {
+  if (want == got) return std::nullopt;
+  size_t at = size_t(std::mismatch(want.begin(), want.end(), got.begin(), got.end()).first - want.begin());
+  size_t line = size_t(std::count(want.begin(), want.begin() + long(at), '\n')) + 1;
+  auto around = [&](const std::string& s) {
+    size_t begin = s.rfind('\n', at == 0 ? 0 : at - 1);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    return s.substr(begin, s.find('\n', at) == std::string::npos ? std::string::npos : s.find('\n', at) - begin);
+  };
+  return fmt::format("line {} differs: '{}' against '{}'", line, around(got), around(want));
+}
+
+Tensor row_of(const Tensor& t, int64_t r) {
+  Shape rest(t.shape().begin() + 1, t.shape().end());
+  Tensor out({t.dtype(), rest});
+  std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(r) * out.bytes(), out.bytes());
+  return out;
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,39 @@
+// RapidCheck generators for specs, cuts, cases and tensors. Everything a property
+// needs comes from these, so shrinking and RC_PARAMS="reproduce=..." work everywhere.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "properties/case.h"
+
+namespace cutcheck {
+
+// Small random Llama-family specs: both rotary styles, tied and untied heads,
+// heads / kv_heads of 1, 2 or 4, norm_eps large enough to matter sometimes.
+rc::Gen<ModelSpec> gen_spec();
+
+// A spec, a possible cut of one of `kinds` with rows up to 4 and ctx up to 12, tokens,
+// positions within the cut's ranges, and seeds.
+rc::Gen<Case> gen_case(std::vector<CutKind> kinds);
+
+// Any cut kind with parameters that may be impossible for `spec`: layer from -1 to
+// layers + 1, rows and ctx from 0, boundary values favoured.
+rc::Gen<Cut> gen_any_cut(const ModelSpec& spec);
+
+// Named tensors of every dtype with small random shapes (including empty ones) and
+// arbitrary bits.
+rc::Gen<TensorMap> gen_tensor_map();
+
+std::vector<CutKind> whole_cut_kinds();  // Decode, Batch, Prefill, Forward
+
+}  // namespace cutcheck
+
+namespace rc {
+template <>
+struct Arbitrary<cutcheck::ModelSpec> {
+  static Gen<cutcheck::ModelSpec> arbitrary() { return cutcheck::gen_spec(); }
+};
+}  // namespace rc

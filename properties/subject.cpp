@@ -1,0 +1,31 @@
+#include "properties/subject.h"
+
+#include "core/json.h"
+#include "core/safetensors.h"
+#include "harness/compose.h"
+#include "program/text.h"
+
+namespace cutcheck {
+
+Subject Subject::reference() {
+  Subject s;
+  s.runner = [](const ModelSpec& spec, const TensorMap& weights) {
+    return std::make_unique<ReferenceRunner>(spec, weights);
+  };
+  s.pieces = pieces_of;
+  s.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) { return cutcheck::write(cut, spec, dir); };
+  s.print = [](const Program& p) { return cutcheck::print(p); };
+  s.parse = [](const std::string& text) { return parse_and_verify(text, "roundtrip"); };
+  s.cut_text = [](const Cut& cut) { return cut.str(); };
+  s.parse_cut = [](const std::string& text) { return Cut::parse(text); };
+  s.spec_text = [](const ModelSpec& spec) { return spec.to_json().dump(); };
+  s.parse_spec = [](const std::string& text) { return ModelSpec::from_json(parse_json(text, "spec"), "spec"); };
+  s.encode = [](const TensorMap& t) { return encode_safetensors(t); };
+  s.decode = [](const std::string& bytes) {
+    auto keep = std::make_shared<std::string>(bytes);
+    return parse_safetensors(std::as_bytes(std::span(keep->data(), keep->size())), "roundtrip", keep).tensors;
+  };
+  return s;
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,52 @@
+// What the properties check: every function they exercise, gathered in one value.
+// Subject::reference() is cutcheck as it ships; a planted-bug test swaps one function
+// for a faulty one and expects the property to fail.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "author/author.h"
+#include "harness/runner.h"
+
+namespace cutcheck {
+
+struct Subject {
+  // Runs cuts for a spec and its weights.
+  std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> runner;
+  // The pieces that compose a whole cut.
+  std::function<std::vector<Cut>(const Cut&, const ModelSpec&)> pieces;
+  // Authoring, the program text, the cut text, spec JSON, safetensors.
+  std::function<Authored(const Cut&, const ModelSpec&, const std::string&)> write;
+  std::function<std::string(const Program&)> print;
+  std::function<Program(const std::string&)> parse;
+  std::function<std::string(const Cut&)> cut_text;
+  std::function<Cut(const std::string&)> parse_cut;
+  std::function<std::string(const ModelSpec&)> spec_text;
+  std::function<ModelSpec(const std::string&)> parse_spec;
+  std::function<std::string(const TensorMap&)> encode;
+  std::function<TensorMap(const std::string&)> decode;
+
+  static Subject reference();
+};
+
+// A runner that sends the cuts `faulty_for` picks to one runner and the rest to another:
+// lets a test plant a bug in some cuts only (the pieces, say, or Batch).
+class RoutedRunner : public CutRunner {
+ public:
+  RoutedRunner(std::function<bool(const Cut&)> faulty_for, std::unique_ptr<CutRunner> clean,
+               std::unique_ptr<CutRunner> faulty)
+      : faulty_for_(std::move(faulty_for)), clean_(std::move(clean)), faulty_(std::move(faulty)) {}
+  TensorMap run(const Cut& cut, const TensorMap& inputs) override {
+    return (faulty_for_(cut) ? faulty_ : clean_)->run(cut, inputs);
+  }
+
+ private:
+  std::function<bool(const Cut&)> faulty_for_;
+  std::unique_ptr<CutRunner> clean_, faulty_;
+};
+
+}  // namespace cutcheck

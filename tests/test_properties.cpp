@@ -1,0 +1,251 @@
+// The property catalog holds for the reference, and each property catches the bugs
+// planted for it: a property no planted bug can fail would prove nothing.
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "harness/compose.h"
+#include "model/signature.h"
+#include "program/text.h"
+#include "properties/check.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+constexpr int catalog_cases = 100;  // per property; `cutcheck check` defaults to the same
+constexpr int planted_cases = 300;  // a planted bug must show within this many
+
+class Catalog : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Catalog, HoldsForTheReference) {
+  CheckResult r = check(find_property(GetParam()), Subject::reference(), {catalog_cases, 1});
+  EXPECT_TRUE(r.passed) << r.failure << "\n" << r.counterexample << "\n" << r.reproduce;
+  EXPECT_EQ(r.cases, catalog_cases);
+}
+
+std::vector<std::string> catalog_names() {
+  std::vector<std::string> names;
+  for (const Property& p : catalog()) names.push_back(p.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Properties, Catalog, ::testing::ValuesIn(catalog_names()), [](const auto& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '.', '_');
+  return n;
+});
+
+// --- planting bugs --------------------------------------------------------------------
+
+// The reference with `fault` authored into the cuts `where` picks.
+Subject with_fault(Fault fault, std::function<bool(const Cut&)> where) {
+  Subject s = Subject::reference();
+  s.runner = [fault, where](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
+    return std::make_unique<RoutedRunner>(where, std::make_unique<ReferenceRunner>(spec, weights),
+                                          std::make_unique<ReferenceRunner>(spec, weights, AuthorOptions{fault}));
+  };
+  return s;
+}
+
+bool is_piece(const Cut& c) { return c.part() != Part::whole; }
+bool is_kind(const Cut& c, CutKind k) { return c.kind == k; }
+
+// A runner that edits what another runner returns.
+class EditingRunner : public CutRunner {
+ public:
+  EditingRunner(std::unique_ptr<CutRunner> inner, std::function<void(const Cut&, TensorMap&)> edit)
+      : inner_(std::move(inner)), edit_(std::move(edit)) {}
+  TensorMap run(const Cut& cut, const TensorMap& inputs) override {
+    TensorMap out = inner_->run(cut, inputs);
+    edit_(cut, out);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<CutRunner> inner_;
+  std::function<void(const Cut&, TensorMap&)> edit_;
+};
+
+Subject with_edit(std::function<void(const Cut&, TensorMap&)> edit) {
+  Subject s = Subject::reference();
+  s.runner = [edit](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
+    return std::make_unique<EditingRunner>(std::make_unique<ReferenceRunner>(spec, weights), edit);
+  };
+  return s;
+}
+
+void expect_caught(const std::string& property, const Subject& planted) {
+  CheckResult r = check(find_property(property), planted, {planted_cases, 1});
+  EXPECT_FALSE(r.passed) << property << " did not catch the planted bug in " << planted_cases << " cases";
+  if (!r.passed) {
+    EXPECT_THAT(r.failure, ::testing::Not(::testing::IsEmpty()));
+    std::printf("%s caught it after %d passing cases: %s\n", property.c_str(), r.cases, r.failure.c_str());
+  }
+}
+
+TEST(Planted, CompositionCatchesFaultyPieces) {
+  expect_caught("composition.decode", with_fault(Fault::rope_position_off_by_one, is_piece));
+  expect_caught("composition.batch", with_fault(Fault::kv_write_wrong_row, is_piece));
+  expect_caught("composition.prefill", with_fault(Fault::causal_mask_off_by_one, is_piece));
+  expect_caught("composition.forward", with_fault(Fault::swiglu_gate_up_swapped, is_piece));
+}
+
+TEST(Planted, CompositionCatchesADroppedLayer) {
+  Subject s = Subject::reference();
+  s.pieces = [](const Cut& whole, const ModelSpec& spec) {
+    std::vector<Cut> p = pieces_of(whole, spec);
+    p.erase(p.begin() + 1);  // the first layer
+    return p;
+  };
+  for (const char* name : {"composition.decode", "composition.batch", "composition.prefill", "composition.forward"})
+    expect_caught(name, s);
+}
+
+TEST(Planted, BatchInvarianceCatchesMixedRowsAndSwappedCacheRows) {
+  expect_caught("batch_invariance", with_fault(Fault::batch_rows_mixed, [](const Cut& c) { return is_kind(c, CutKind::batch); }));
+  // A backend that writes row 0's cache where row 1's belongs, and the reverse.
+  expect_caught("batch_invariance", with_edit([](const Cut& cut, TensorMap& out) {
+                  if (cut.kind != CutKind::batch || cut.rows < 2) return;
+                  for (auto& [name, t] : out) {
+                    if (!name.starts_with("k.")) continue;
+                    Tensor swapped = t.clone();
+                    size_t row = t.bytes() / size_t(cut.rows);
+                    std::memcpy(swapped.raw_mut().data(), t.raw().data() + row, row);
+                    std::memcpy(swapped.raw_mut().data() + row, t.raw().data(), row);
+                    t = swapped;
+                  }
+                }));
+}
+
+TEST(Planted, ChunkingCatchesPrefillBugs) {
+  expect_caught("chunking", with_fault(Fault::prefill_head_first_row, [](const Cut& c) { return c.rows > 1; }));
+  expect_caught("chunking", with_fault(Fault::causal_mask_off_by_one, [](const Cut& c) { return is_kind(c, CutKind::prefill); }));
+}
+
+TEST(Planted, ForwardIsDecodeCatchesAWrongNormEpsilon) {
+  // (Shifting Forward's rotary position would not do: a lone token's score with itself
+  // depends only on the relative position, which stays 0.)
+  expect_caught("forward_is_decode_at_0",
+                with_fault(Fault::norm_eps_wrong, [](const Cut& c) { return is_kind(c, CutKind::forward); }));
+}
+
+TEST(Planted, DontCareRowsCatchesAMaskThatReadsOneRowTooFar) {
+  expect_caught("dont_care_rows", with_fault(Fault::causal_mask_off_by_one, [](const Cut&) { return true; }));
+}
+
+TEST(Planted, DeterminismCatchesStateLeakingBetweenRuns) {
+  // A backend whose results depend on what it ran before: every other run differs.
+  auto runs = std::make_shared<int>(0);
+  expect_caught("determinism", with_edit([runs](const Cut&, TensorMap& out) {
+                  if (++*runs % 2 == 0) return;
+                  for (auto& [name, t] : out)
+                    if (t.dtype() == DType::f32 && t.elements() > 0) {
+                      t = t.clone();
+                      t.as_mut<float>()[0] = std::nextafter(t.as<float>()[0], INFINITY);
+                    }
+                }));
+}
+
+TEST(Planted, DirIndependenceCatchesTextThatNamesTheFolder) {
+  Subject s = Subject::reference();
+  s.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) {
+    Authored a = write(cut, spec, dir);
+    a.program.label += " weights from " + dir;
+    a.text = print(a.program);
+    return a;
+  };
+  expect_caught("dir_independence", s);
+  Subject outside = Subject::reference();
+  outside.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) {
+    Authored a = write(cut, spec, dir);
+    for (ManifestWeight& w : a.manifest.weights) w.file = "../" + w.file;
+    return a;
+  };
+  expect_caught("dir_independence", outside);
+}
+
+TEST(Planted, RoundTripsCatchLossyCodecs) {
+  Subject lossy_text = Subject::reference();
+  lossy_text.print = [](const Program& p) {  // six significant digits, as a careless printer would
+    Program q = p;
+    for (Operation& op : q.ops)
+      if (op.kind == OpKind::constant) op.attrs[0] = std::stod(fmt::format("{:.6g}", op.number("value")));
+    return print(q);
+  };
+  lossy_text.parse = [](const std::string& text) {
+    Program p = parse_and_verify(text);
+    for (Operation& op : p.ops)
+      if (op.kind == OpKind::constant) op.attrs[0] = std::stod(fmt::format("{:.6g}", op.number("value")));
+    return p;
+  };
+  expect_caught("roundtrip.program", lossy_text);
+
+  Subject cut_text = Subject::reference();
+  cut_text.cut_text = [](const Cut& c) {  // writes ctx where rows belongs
+    Cut d = c;
+    if (cut_params(c.kind).rows && cut_params(c.kind).ctx) d.rows = c.ctx;
+    return d.str();
+  };
+  expect_caught("roundtrip.cut", cut_text);
+
+  Subject spec_text = Subject::reference();
+  spec_text.spec_text = [](const ModelSpec& spec) {
+    Json j = spec.to_json();
+    j["norm_eps"] = std::stod(fmt::format("{:.1g}", spec.norm_eps * 3));
+    return j.dump();
+  };
+  expect_caught("roundtrip.spec", spec_text);
+
+  Subject tensors = Subject::reference();
+  tensors.encode = [](const TensorMap& t) {  // writes every shape reversed
+    TensorMap r;
+    for (const auto& [name, x] : t) {
+      Shape s = x.shape();
+      std::reverse(s.begin(), s.end());
+      r.emplace(name, x.reshaped(s));
+    }
+    return encode_safetensors(r);
+  };
+  expect_caught("roundtrip.safetensors", tensors);
+}
+
+TEST(Planted, RefusalsCatchAcceptingTooMuchAndTooLittle) {
+  Subject lenient = Subject::reference();
+  lenient.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) {
+    Cut c = cut;
+    if (cut_params(c.kind).layer && c.layer == spec.layers) c.layer -= 1;  // off by one: authors the last layer
+    return write(c, spec, dir);
+  };
+  expect_caught("refusals", lenient);
+  Subject strict = Subject::reference();
+  strict.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) {
+    if (cut.kind == CutKind::batch && cut.rows > cut.ctx) throw Refused("batch rows beyond ctx");
+    return write(cut, spec, dir);
+  };
+  expect_caught("refusals", strict);
+}
+
+TEST(Planted, CounterexamplesShrinkAndSayHowToReproduce) {
+  CheckResult r = check(find_property("composition.decode"), with_fault(Fault::rope_position_off_by_one, is_piece),
+                        {planted_cases, 1});
+  ASSERT_FALSE(r.passed);
+  EXPECT_THAT(r.counterexample, ::testing::HasSubstr("cut decode{ctx="));
+  EXPECT_THAT(r.counterexample, ::testing::HasSubstr("seed"));
+  EXPECT_THAT(r.counterexample, ::testing::HasSubstr("spec random: vocab=2 dim=1 layers=1"));  // shrunk to the smallest
+  EXPECT_THAT(r.reproduce, ::testing::HasSubstr("reproduce="));
+  std::printf("shrunk: %s", r.counterexample.c_str());
+  // The reproduce string replays exactly that case.
+  CheckOptions replay{planted_cases, 1, true, r.reproduce};
+  CheckResult again = check(find_property("composition.decode"), with_fault(Fault::rope_position_off_by_one, is_piece), replay);
+  EXPECT_FALSE(again.passed);
+  EXPECT_EQ(again.counterexample, r.counterexample);
+}
+
+}  // namespace
+}  // namespace cutcheck

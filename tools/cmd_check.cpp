@@ -1,0 +1,75 @@
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include "core/error.h"
+#include "properties/check.h"
+#include "tools/commands.h"
+
+namespace cutcheck::cli {
+namespace {
+
+// A property is selected by its name, by a prefix ending at a dot ("composition"), or
+// by a glob ("round*"); several filters separate with commas.
+bool selected(const std::string& name, const std::string& filters) {
+  if (filters.empty()) return true;
+  size_t start = 0;
+  while (start <= filters.size()) {
+    size_t end = filters.find(',', start);
+    if (end == std::string::npos) end = filters.size();
+    std::string f = filters.substr(start, end - start);
+    if (!f.empty() && (name == f || name.starts_with(f + ".") || fnmatch(f.c_str(), name.c_str(), 0) == 0)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+void add_check(CLI::App& app) {
+  struct Args {
+    int cases = 100;
+    uint64_t seed = 1;
+    std::string filter, reproduce;
+    bool no_shrink = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("check", "run the property catalog on the reference interpreter");
+  cmd->add_option("--cases", args->cases, "cases per property")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "RapidCheck's seed (the same seed checks the same cases)")->capture_default_str();
+  cmd->add_option("--filter", args->filter, "properties to run: names, prefixes or globs, comma-separated");
+  cmd->add_option("--reproduce", args->reproduce, "replay a failure: the reproduce string a failed check printed");
+  cmd->add_flag("--no-shrink", args->no_shrink, "report the first failing case without shrinking it");
+  cmd->callback([args] {
+    if (args->cases < 1) throw Error("--cases must be at least 1");
+    std::vector<const Property*> chosen;
+    for (const Property& p : catalog())
+      if (selected(p.name, args->filter)) chosen.push_back(&p);
+    if (chosen.empty()) throw Error(fmt::format("--filter '{}' selects no property", args->filter));
+
+    CheckOptions options{args->cases, args->seed, !args->no_shrink, args->reproduce};
+    Subject subject = Subject::reference();
+    std::vector<CheckResult> failures;
+    int total = 0;
+    double seconds = 0;
+    fmt::print("{:<26} {:>6}  {:<6} {:>8}\n", "property", "cases", "result", "seconds");
+    for (const Property* p : chosen) {
+      CheckResult r = check(*p, subject, options);
+      fmt::print("{:<26} {:>6}  {:<6} {:>8.2f}\n", r.property, r.cases, r.passed ? "ok" : "FAIL", r.seconds);
+      std::fflush(stdout);
+      total += r.cases;
+      seconds += r.seconds;
+      if (!r.passed) failures.push_back(std::move(r));
+    }
+    fmt::print("{} properties, {} cases in {:.2f} s ({:.0f} cases/s), seed {}\n", chosen.size(), total, seconds,
+               seconds > 0 ? total / seconds : 0.0, args->seed);
+    for (const CheckResult& r : failures) {
+      fmt::print("\n{} failed after {} passing cases:\n  {}\n", r.property, r.cases, r.failure);
+      if (!r.counterexample.empty()) fmt::print("  counterexample: {}", r.counterexample);
+      if (!r.reproduce.empty())
+        fmt::print("  reproduce: cutcheck check --filter {} --reproduce '{}'\n", r.property, r.reproduce);
+    }
+    if (!failures.empty()) throw CheckFailed(fmt::format("{} of {} properties failed", failures.size(), chosen.size()));
+  });
+}
+
+}  // namespace cutcheck::cli
