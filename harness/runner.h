@@ -1,5 +1,4 @@
-// Something that runs cuts: the reference interpreter here, a backend under conformance
-// elsewhere. Generation and the properties drive cuts through this one interface.
+// The reference interpreter as a CutRunner.
 #pragma once
 
 #include <memory>
@@ -7,18 +6,12 @@
 
 #include "author/author.h"
 #include "core/tensor.h"
+#include "harness/cut_runner.h"
 #include "model/cut.h"
 #include "model/spec.h"
 #include "reference/interpreter.h"
 
 namespace cutcheck {
-
-class CutRunner {
- public:
-  virtual ~CutRunner() = default;
-  // Runs `cut` on named inputs (the cut's signature) and returns its named outputs.
-  virtual TensorMap run(const Cut& cut, const TensorMap& inputs) = 0;
-};
 
 // Authors each cut once, parses its text back, plans it, and reuses the plan.
 class ReferenceRunner : public CutRunner {

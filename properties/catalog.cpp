@@ -42,6 +42,16 @@ void composition(const Subject& s, CutKind kind) {
               fmt::format("{} against embed, layers and head", c.cut.str()));
 }
 
+// --- the reference against the oracle -------------------------------------------------
+
+void oracle_agrees(const Subject& s) {
+  const Case c = *gen_case(all_cut_kinds(), 4);  // dim >= 4: RMSNorm well conditioned
+  const TensorMap weights = synthetic_weights(c.spec, c.weight_seed), in = case_inputs(c);
+  const TensorMap want = s.oracle(c.spec, weights)->run(c.cut, in);
+  const Comparison cmp = compare(want, s.runner(c.spec, weights)->run(c.cut, in), s.tolerance);
+  if (!cmp.ok) RC_FAIL(fmt::format("{}: the reference against the oracle: {}", c.cut.str(), cmp.failure));
+}
+
 // --- batch invariance --------------------------------------------------------------
 
 void batch_invariance(const Subject& s) {
@@ -257,6 +267,7 @@ const std::vector<Property>& catalog() {
        [](const Subject& s) { composition(s, CutKind::prefill); }},
       {"composition.forward", "Forward == DecodeEmbed, ForwardLayer 0..L-1, ForwardHead, bitwise",
        [](const Subject& s) { composition(s, CutKind::forward); }},
+      {"oracle", "every cut of the reference == the oracle (Eigen, double), within the tolerance", oracle_agrees},
       {"batch_invariance", "row r of Batch == Decode on row r's token, position and cache, bitwise", batch_invariance},
       {"chunking", "Prefill of R rows == R Decode steps == Prefill in two chunks, bitwise", chunking},
       {"forward_is_decode_at_0", "Forward == Decode at position 0 with any cache, bitwise", forward_is_decode_at_zero},

@@ -7,14 +7,14 @@ namespace cutcheck {
 using rc::gen::element;
 using rc::gen::inRange;
 
-rc::Gen<ModelSpec> gen_spec() {
-  return rc::gen::exec([] {
+rc::Gen<ModelSpec> gen_spec(int64_t min_dim) {
+  return rc::gen::exec([min_dim] {
     ModelSpec s;
     s.name = "random";
     s.kv_heads = *element<int64_t>(1, 2, 4);
     s.heads = s.kv_heads * *element<int64_t>(1, 2, 4);
     s.head_dim = 2 * *inRange<int64_t>(1, 5);
-    s.dim = *inRange<int64_t>(1, 25);
+    s.dim = *inRange<int64_t>(min_dim, 25);
     s.ffn = *inRange<int64_t>(1, 25);
     s.vocab = *inRange<int64_t>(2, 41);
     s.layers = *inRange<int64_t>(1, 4);
@@ -26,10 +26,10 @@ rc::Gen<ModelSpec> gen_spec() {
   });
 }
 
-rc::Gen<Case> gen_case(std::vector<CutKind> kinds) {
-  return rc::gen::exec([kinds] {
+rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim) {
+  return rc::gen::exec([kinds, min_dim] {
     Case c;
-    c.spec = *gen_spec();
+    c.spec = *gen_spec(min_dim);
     c.cut.kind = *rc::gen::elementOf(kinds);
     const CutParams p = cut_params(c.cut.kind);
     const Family family = c.cut.family();

@@ -12,12 +12,13 @@
 namespace cutcheck {
 
 // Small random Llama-family specs: both rotary styles, tied and untied heads,
-// heads / kv_heads of 1, 2 or 4, norm_eps large enough to matter sometimes.
-rc::Gen<ModelSpec> gen_spec();
+// heads / kv_heads of 1, 2 or 4, norm_eps large enough to matter sometimes; dim from
+// `min_dim` (comparisons within a tolerance want 4 or more: see docs/numerics.md).
+rc::Gen<ModelSpec> gen_spec(int64_t min_dim = 1);
 
 // A spec, a possible cut of one of `kinds` with rows up to 4 and ctx up to 12, tokens,
 // positions within the cut's ranges, and seeds.
-rc::Gen<Case> gen_case(std::vector<CutKind> kinds);
+rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim = 1);
 
 // Any cut kind with parameters that may be impossible for `spec`: layer from -1 to
 // layers + 1, rows and ctx from 0, boundary values favoured.

@@ -3,6 +3,7 @@
 #include "core/json.h"
 #include "core/safetensors.h"
 #include "harness/compose.h"
+#include "oracle/oracle.h"
 #include "program/text.h"
 
 namespace cutcheck {
@@ -12,6 +13,7 @@ Subject Subject::reference() {
   s.runner = [](const ModelSpec& spec, const TensorMap& weights) {
     return std::make_unique<ReferenceRunner>(spec, weights);
   };
+  s.oracle = [](const ModelSpec& spec, const TensorMap& weights) { return std::make_unique<Oracle>(spec, weights); };
   s.pieces = pieces_of;
   s.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) { return cutcheck::write(cut, spec, dir); };
   s.print = [](const Program& p) { return cutcheck::print(p); };

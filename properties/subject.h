@@ -11,12 +11,16 @@
 
 #include "author/author.h"
 #include "harness/runner.h"
+#include "harness/tolerance.h"
 
 namespace cutcheck {
 
 struct Subject {
   // Runs cuts for a spec and its weights.
   std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> runner;
+  // The independent implementation the runner is compared with, and the tolerance.
+  std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> oracle;
+  Tolerance tolerance;
   // The pieces that compose a whole cut.
   std::function<std::vector<Cut>(const Cut&, const ModelSpec&)> pieces;
   // Authoring, the program text, the cut text, spec JSON, safetensors.

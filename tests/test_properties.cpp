@@ -107,6 +107,14 @@ TEST(Planted, CompositionCatchesADroppedLayer) {
     expect_caught(name, s);
 }
 
+TEST(Planted, OracleCatchesWrongRotaryGqaAndEpsilon) {
+  auto everywhere = [](const Cut&) { return true; };
+  expect_caught("oracle", with_fault(Fault::rope_style_swapped, everywhere));
+  expect_caught("oracle", with_fault(Fault::gqa_mapping_wrong, everywhere));
+  expect_caught("oracle", with_fault(Fault::norm_eps_wrong, everywhere));
+  expect_caught("oracle", with_fault(Fault::rope_position_off_by_one, everywhere));
+}
+
 TEST(Planted, BatchInvarianceCatchesMixedRowsAndSwappedCacheRows) {
   expect_caught("batch_invariance", with_fault(Fault::batch_rows_mixed, [](const Cut& c) { return is_kind(c, CutKind::batch); }));
   // A backend that writes row 0's cache where row 1's belongs, and the reverse.

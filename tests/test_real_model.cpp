@@ -9,6 +9,7 @@
 #include "harness/generate.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
+#include "oracle/oracle.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -72,6 +73,20 @@ TEST_P(Greedy, ReproducesLlama2cTokensAndLogits) {
   EXPECT_LT(worst, 1e-4) << "largest logit difference against llama2.c";
   RecordProperty("worst_logit_difference", std::to_string(worst));
   std::printf("largest logit difference against llama2.c via %s: %.3g\n", via_name(GetParam()).c_str(), worst);
+}
+
+TEST(RealModel, TheOracleAlsoReproducesLlama2c) {
+  SKIP_WITHOUT_SHARED(shared);
+  Fixture fixture = read_fixture(shared);
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  Oracle oracle(m.spec, m.weights);
+  Generation g = generate(oracle, m.spec, {{1}, 64, 0, Via::decode});
+  EXPECT_EQ(g.tokens, fixture.tokens);
+  double worst = 0;
+  for (const auto& [pos, want] : fixture.logits)
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::abs(g.logits[size_t(pos)][i] - want[i])));
+  EXPECT_LT(worst, 1e-4);
+  std::printf("largest logit difference, oracle against llama2.c: %.3g\n", worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Greedy,

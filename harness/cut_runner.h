@@ -1,0 +1,19 @@
+// Something that runs cuts: the reference interpreter, the oracle, or a backend under
+// conformance. Generation, composition and the properties drive cuts through this one
+// interface. (Only the model's types: the oracle implements it without linking the
+// author or the interpreter.)
+#pragma once
+
+#include "core/tensor.h"
+#include "model/cut.h"
+
+namespace cutcheck {
+
+class CutRunner {
+ public:
+  virtual ~CutRunner() = default;
+  // Runs `cut` on named inputs (the cut's signature) and returns its named outputs.
+  virtual TensorMap run(const Cut& cut, const TensorMap& inputs) = 0;
+};
+
+}  // namespace cutcheck
