@@ -1,9 +1,12 @@
 #include "author/author.h"
 
+#include <fmt/format.h>
+
 #include <map>
 
 #include "author/blocks.h"
 #include "core/error.h"
+#include "model/sharding.h"
 #include "model/signature.h"
 #include "program/text.h"
 
@@ -30,25 +33,25 @@ Rows cut_rows(Builder& b, ModelWriter& m, const Cut& cut, std::map<std::string, 
   throw Error("unknown cut family");
 }
 
-}  // namespace
-
-Program author_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options) {
-  spec.validate();
-  cut.check_possible(spec);
-  const CutSignature sig = signature(cut, spec);
+// The program of a cut, or of one chip of its split: a chip computes the cut of the
+// narrower model chip_spec(spec, tp) and sums its partial projections over the chips.
+Program author_cut(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options, int64_t tp,
+                   std::optional<Replica> replica) {
+  const ModelSpec local = chip_spec(spec, tp);
+  const CutSignature sig = signature(cut, local);
   const Family family = cut.family();
   const Part part = cut.part();
   const bool single = family == Family::decode || family == Family::forward;  // no row dimension outside
   const int64_t D = spec.dim, V = spec.vocab;
 
-  Builder b(cut.str());
+  Builder b(cut.str(), replica);
   std::map<std::string, ValueId> in, out;
   for (const Port& port : sig.inputs) {
     std::optional<std::pair<int64_t, int64_t>> range;
     if (port.range) range = std::pair{port.range->lo, port.range->hi};
     in[port.name] = b.input(port.name, port.type, range);
   }
-  ModelWriter m(b, spec, options.fault);
+  ModelWriter m(b, spec, Shard{local.heads, local.kv_heads, local.ffn, tp, replica.has_value()}, options.fault);
 
   ValueId x;
   if (part == Part::whole || part == Part::embed)
@@ -88,8 +91,49 @@ Program author_program(const Cut& cut, const ModelSpec& spec, const AuthorOption
   return b.finish();
 }
 
+}  // namespace
+
+Program author_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options) {
+  spec.validate();
+  cut.check_possible(spec);
+  return author_cut(cut, spec, options, 1, std::nullopt);
+}
+
+Program author_chip_program(const Cut& cut, const ModelSpec& spec, int64_t tp, int64_t chip,
+                            const AuthorOptions& options) {
+  spec.validate();
+  cut.check_possible(spec);
+  if (auto why = split_unsupported(cut, spec, tp)) throw NotYet(*why);
+  if (chip < 0 || chip >= tp) throw Error(fmt::format("chip {} is not one of 0..{}", chip, tp - 1));
+  return author_cut(cut, spec, options, tp, Replica{chip, tp});
+}
+
+std::vector<Authored> write_split(const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp,
+                                  const AuthorOptions& options) {
+  std::vector<Authored> chips;
+  for (int64_t c = 0; c < tp; ++c) {
+    Program program = author_chip_program(cut, spec, tp, c, options);
+    Manifest manifest = unsplit_manifest(program, dir, about_cut(cut, spec, tp, c));
+    for (ManifestWeight& w : manifest.weights)
+      if (is_split_weight(w.name)) w.file = shard_file(tp, c);
+    std::string text = print(program);
+    chips.push_back({std::move(program), std::move(text), std::move(manifest)});
+  }
+  return chips;
+}
+
 Json about_cut(const Cut& cut, const ModelSpec& spec, int64_t tp, int64_t chip) {
   return {{"cut", cut.str()}, {"spec", spec.to_json()}, {"tp", tp}, {"chip", chip}};
+}
+
+About read_about(const Json& about, const std::string& source) {
+  std::string where = source + ": about";
+  About a;
+  a.cut = Cut::parse(json_string(about, "cut", where), where + ".cut");
+  a.spec = ModelSpec::from_json(json_field(about, "spec", where), where + ".spec");
+  a.tp = json_int(about, "tp", where);
+  a.chip = json_int(about, "chip", where);
+  return a;
 }
 
 Manifest unsplit_manifest(const Program& program, const std::string& dir, Json about, const std::string& file) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "author/faults.h"
 #include "model/cut.h"
@@ -28,6 +29,16 @@ Program author_program(const Cut& cut, const ModelSpec& spec, const AuthorOption
 // The program's text and a manifest naming weights under `dir` (see model/weights.h).
 Authored write(const Cut& cut, const ModelSpec& spec, const std::string& dir, const AuthorOptions& options = {});
 
+// Chip `chip` of the `tp`-way split of a cut. Throws Refused for an impossible cut and
+// NotYet for one that does not split (model/sharding.h says which do).
+Program author_chip_program(const Cut& cut, const ModelSpec& spec, int64_t tp, int64_t chip,
+                            const AuthorOptions& options = {});
+
+// The programs and manifests of every chip: split weights from DIR/tp{tp}/chip{c}.safetensors,
+// replicated ones from DIR/model.safetensors (write them with write_shards).
+std::vector<Authored> write_split(const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp,
+                                  const AuthorOptions& options = {});
+
 // The manifest of any program whose weights are the unsplit model's: each weight from
 // `file` under `dir`, by its own name.
 Manifest unsplit_manifest(const Program& program, const std::string& dir, Json about,
@@ -35,5 +46,13 @@ Manifest unsplit_manifest(const Program& program, const std::string& dir, Json a
 
 // What the manifest records about a cut: its text, the spec and the chip layout.
 Json about_cut(const Cut& cut, const ModelSpec& spec, int64_t tp = 1, int64_t chip = 0);
+
+struct About {
+  Cut cut;
+  ModelSpec spec;
+  int64_t tp = 1, chip = 0;
+};
+// Reads what about_cut wrote; throws FormatError naming `source` when it is not there.
+About read_about(const Json& about, const std::string& source);
 
 }  // namespace cutcheck

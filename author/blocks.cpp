@@ -12,7 +12,7 @@ namespace cutcheck {
 using K = OpKind;
 
 ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Fault fault)
-    : ModelWriter(b, spec, Shard{spec.heads, spec.kv_heads, spec.ffn, 1}, fault) {}
+    : ModelWriter(b, spec, Shard{spec.heads, spec.kv_heads, spec.ffn, 1, false}, fault) {}
 
 ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Shard shard, Fault fault)
     : b_(b), spec_(spec), shard_(shard), fault_(fault) {}
@@ -204,7 +204,7 @@ ValueId ModelWriter::mlp(int64_t l, ValueId xn) {
 }
 
 ValueId ModelWriter::sum_over_chips(ValueId partial, const std::string& name) {
-  if (shard_.tp == 1) return partial;
+  if (!shard_.split) return partial;
   std::vector<int64_t> group(size_t(shard_.tp));
   std::iota(group.begin(), group.end(), 0);
   return b_.op(K::all_reduce, {partial}, {word("add"), Attr(std::vector<std::vector<int64_t>>{group})}, name);

@@ -46,7 +46,8 @@ struct HeadOut {
 // The part of the model one chip holds: all of it, or its slice of a tp split.
 struct Shard {
   int64_t heads, kv_heads, ffn;  // local widths
-  int64_t tp = 1;                // > 1 adds an all_reduce after each row-split projection
+  int64_t tp = 1;                // chips in the split
+  bool split = false;            // a chip of a split: an all_reduce after each row-split projection
 };
 
 class ModelWriter {

@@ -32,8 +32,8 @@ struct Stream {
 }  // namespace
 
 std::string Case::str() const {
-  return fmt::format("cut {}; tokens [{}]; positions [{}]; weight seed {}; data seed {}; spec {}", cut.str(),
-                     fmt::join(tokens, ","), fmt::join(positions, ","), weight_seed, data_seed, spec.summary());
+  return fmt::format("cut {}{}; tokens [{}]; positions [{}]; weight seed {}; data seed {}; spec {}", cut.str(),
+                     tp > 1 ? fmt::format(" split {} ways", tp) : "", fmt::join(tokens, ","), fmt::join(positions, ","), weight_seed, data_seed, spec.summary());
 }
 
 void showValue(const Case& c, std::ostream& os) { os << c.str(); }

@@ -20,6 +20,7 @@ struct Case {
   std::vector<int32_t> positions;  // decode and prefill: one (row 0's); batch: one per row
   uint64_t weight_seed = 0;
   uint64_t data_seed = 0;  // x, the attended cache rows, and the garbage beyond them
+  int64_t tp = 1;          // chips, for the split properties
 
   std::string str() const;
 };

@@ -10,6 +10,8 @@
 #include "properties/compare.h"
 #include "properties/generators.h"
 
+using rc::gen::element;
+
 namespace cutcheck {
 namespace {
 
@@ -255,6 +257,60 @@ void refusals(const Subject& s) {
   }
 }
 
+// --- tp splits ----------------------------------------------------------------------------
+
+// Split == unsplit. The new k, v rows of a layer come from the replicated x and the chip's
+// rows of wk, wv, so they are the unsplit bits wherever x is: in layer cuts, and in layer
+// 0 of whole cuts. Later layers read an x that went through an all_reduce, which sums in
+// another order than the unsplit projection, so there (as for x and logits) the
+// tolerance applies.
+void split_equals_unsplit(const Subject& s) {
+  const Case c = *gen_split_case();
+  const TensorMap weights = synthetic_weights(c.spec, c.weight_seed), in = case_inputs(c);
+  TensorMap want = s.runner(c.spec, weights)->run(c.cut, in);
+  TensorMap got = s.split_runner(c.spec, weights, c.tp)->run(c.cut, in);
+  TensorMap exact_want, exact_got;
+  for (const std::string& name : {k_cache_name(c.cut.layer), v_cache_name(c.cut.layer)}) {
+    if (!want.count(name) || !got.count(name)) continue;
+    exact_want.insert(want.extract(name));
+    exact_got.insert(got.extract(name));
+  }
+  expect_same(exact_want, exact_got, fmt::format("{} split {} ways, the first layer's caches", c.cut.str(), c.tp));
+  const Comparison cmp = compare(want, got, s.tolerance);
+  if (!cmp.ok) RC_FAIL(fmt::format("{} split {} ways against unsplit: {}", c.cut.str(), c.tp, cmp.failure));
+}
+
+bool splittable(CutKind k) {
+  return k == CutKind::decode || k == CutKind::batch || k == CutKind::decode_layer || k == CutKind::batch_layer;
+}
+
+// write_split refuses an impossible cut as authoring does; otherwise it splits exactly
+// Decode, Batch, DecodeLayer and BatchLayer where tp divides heads, kv_heads and ffn, and
+// says NotYet for the rest.
+void split_refusals(const Subject& s) {
+  const ModelSpec spec = *gen_spec();
+  const Cut params = *gen_any_cut(spec);
+  const int64_t tp = *element<int64_t>(1, 2, 3, 4);
+  for (CutKind kind : all_cut_kinds()) {
+    const Cut cut{kind, params.layer, params.rows, params.ctx};
+    const bool divides = spec.heads % tp == 0 && spec.kv_heads % tp == 0 && spec.ffn % tp == 0;
+    const char* want = should_refuse(cut, spec) ? "Refused" : splittable(kind) && divides ? "split" : "NotYet";
+    std::string got = "split";
+    try {
+      std::vector<Authored> chips = s.write_split(cut, spec, "w", tp);
+      if (int64_t(chips.size()) != tp) got = fmt::format("{} programs", chips.size());
+    } catch (const Refused&) {
+      got = "Refused";
+    } catch (const NotYet&) {
+      got = "NotYet";
+    } catch (const std::exception& e) {
+      got = e.what();
+    }
+    if (got != want)
+      RC_FAIL(fmt::format("{} split {} ways: expected {}, got {} ({})", cut.str(), tp, want, got, spec.summary()));
+  }
+}
+
 }  // namespace
 
 const std::vector<Property>& catalog() {
@@ -280,6 +336,10 @@ const std::vector<Property>& catalog() {
       {"roundtrip.spec", "a spec's JSON reads back to the same spec", spec_round_trip},
       {"roundtrip.safetensors", "tensors written as safetensors read back bit for bit", safetensors_round_trip},
       {"refusals", "authoring refuses exactly the impossible cuts", refusals},
+      {"tp.split_equals_unsplit",
+       "tp-split Decode, Batch, DecodeLayer, BatchLayer == unsplit within the tolerance; first-layer caches bitwise",
+       split_equals_unsplit},
+      {"tp.refusals", "write_split splits exactly the splittable cuts where tp divides the widths", split_refusals},
   };
   return properties;
 }

@@ -53,6 +53,8 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
     // RapidCheck prefixes "file:line:\nRC_FAIL(...)\n\n"; keep the message itself.
     out.failure = failure.description;
     if (size_t at = out.failure.rfind("\n\n"); at != std::string::npos) out.failure = out.failure.substr(at + 2);
+    const std::string thrown = "Exception thrown with message:\n";
+    if (out.failure.starts_with(thrown)) out.failure = "threw: " + out.failure.substr(thrown.size());
     std::ostringstream example;
     for (const auto& [type, value] : failure.counterExample) example << value << "\n";
     out.counterexample = example.str();

@@ -53,6 +53,19 @@ rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim) {
   });
 }
 
+rc::Gen<Case> gen_split_case() {
+  return rc::gen::exec([] {
+    Case c = *gen_case({CutKind::decode, CutKind::batch, CutKind::decode_layer, CutKind::batch_layer}, 4);
+    c.tp = *element<int64_t>(1, 2, 4);
+    ModelSpec& s = c.spec;
+    const int64_t group = s.heads / s.kv_heads;
+    if (s.kv_heads % c.tp != 0) s.kv_heads = c.tp;
+    s.heads = s.kv_heads * group;
+    s.ffn = (s.ffn + c.tp - 1) / c.tp * c.tp;
+    return c;
+  });
+}
+
 rc::Gen<Cut> gen_any_cut(const ModelSpec& spec) {
   return rc::gen::exec([spec] {
     Cut c;

@@ -20,6 +20,10 @@ rc::Gen<ModelSpec> gen_spec(int64_t min_dim = 1);
 // positions within the cut's ranges, and seeds.
 rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim = 1);
 
+// A splittable cut (Decode, Batch, DecodeLayer, BatchLayer) and a tp of 1, 2 or 4, with
+// the spec's heads, kv_heads and ffn widened to multiples of tp.
+rc::Gen<Case> gen_split_case();
+
 // Any cut kind with parameters that may be impossible for `spec`: layer from -1 to
 // layers + 1, rows and ctx from 0, boundary values favoured.
 rc::Gen<Cut> gen_any_cut(const ModelSpec& spec);

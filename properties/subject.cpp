@@ -3,6 +3,7 @@
 #include "core/json.h"
 #include "core/safetensors.h"
 #include "harness/compose.h"
+#include "harness/split.h"
 #include "oracle/oracle.h"
 #include "program/text.h"
 
@@ -14,6 +15,12 @@ Subject Subject::reference() {
     return std::make_unique<ReferenceRunner>(spec, weights);
   };
   s.oracle = [](const ModelSpec& spec, const TensorMap& weights) { return std::make_unique<Oracle>(spec, weights); };
+  s.split_runner = [](const ModelSpec& spec, const TensorMap& weights, int64_t tp) {
+    return std::make_unique<SplitRunner>(spec, weights, tp);
+  };
+  s.write_split = [](const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp) {
+    return cutcheck::write_split(cut, spec, dir, tp);
+  };
   s.pieces = pieces_of;
   s.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) { return cutcheck::write(cut, spec, dir); };
   s.print = [](const Program& p) { return cutcheck::print(p); };

@@ -21,6 +21,9 @@ struct Subject {
   // The independent implementation the runner is compared with, and the tolerance.
   std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> oracle;
   Tolerance tolerance;
+  // Runs cuts split over tp chips, and authors the chips' programs.
+  std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&, int64_t)> split_runner;
+  std::function<std::vector<Authored>(const Cut&, const ModelSpec&, const std::string&, int64_t)> write_split;
   // The pieces that compose a whole cut.
   std::function<std::vector<Cut>(const Cut&, const ModelSpec&)> pieces;
   // Authoring, the program text, the cut text, spec JSON, safetensors.

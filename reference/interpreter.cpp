@@ -76,13 +76,18 @@ void Executable::bind(const TensorMap& inputs) {
   check_inputs(inputs);
   for (const InputDecl& in : program_.inputs) slots_[size_t(in.value)] = inputs.at(program_.name(in.value));
   next_ = 0;
+  at_collective_ = false;
 }
 
 size_t Executable::advance() {
-  if (next_ < steps_.size() && !steps_[next_].kernel) ++next_;  // the collective we stopped at is done
+  if (at_collective_) ++next_;  // the collective we stopped at has been carried out
+  at_collective_ = false;
   while (next_ < steps_.size()) {
     Step& step = steps_[next_];
-    if (!step.kernel) return size_t(step.op - program_.ops.data());
+    if (!step.kernel) {
+      at_collective_ = true;
+      return size_t(step.op - program_.ops.data());
+    }
     finish(step);
     ++next_;
   }

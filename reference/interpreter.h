@@ -58,6 +58,7 @@ class Executable {
   std::vector<Tensor> slots_;  // one per value; never resized after planning
   std::vector<Step> steps_;
   size_t next_ = 0;
+  bool at_collective_ = false;  // advance() stopped at steps_[next_], a collective
 };
 
 }  // namespace cutcheck

@@ -26,6 +26,14 @@ for via in decode prefill batch pieces; do
   [ "$got" = "$first" ] || { echo "via $via gave '$got', auto gave '$first'"; exit 1; }
 done
 
+# A tp split runs on the unsplit inputs and gives the unsplit results, within rounding.
+"$cutcheck" weights --spec tiny --seed 7 --dir weights --tp 2 >/dev/null
+"$cutcheck" author --spec tiny --cut 'decode{ctx=16}' --dir weights --out split --tp 2 >/dev/null
+test -s split/chip0/program.txt && test -s split/chip1/manifest.json
+"$cutcheck" run split --inputs in.safetensors --outputs split-out.safetensors
+split_tokens=$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 10 --tp 2)
+[ "$split_tokens" = "$first" ] || { echo "tp 2 gave '$split_tokens', unsplit '$first'"; exit 1; }
+
 # Errors: non-zero exit and a message naming the problem, never a crash.
 expect_error() {
   local pattern=$1; shift
@@ -38,6 +46,8 @@ expect_error "neither a built-in spec" author --spec nosuch --cut 'decode{ctx=4}
 expect_error "input 'token' (i32\[\]) was not given" run decode --inputs out.safetensors --outputs o.safetensors
 printf 'garbage' > junk.safetensors
 expect_error "too short for a safetensors file" run decode --inputs junk.safetensors --outputs o.safetensors
+expect_error "tp = 3 does not divide heads = 4" author --spec tiny --cut 'decode{ctx=4}' --dir weights --out x --tp 3
+expect_error "prefill{rows=2,ctx=4} cannot be split yet" author --spec tiny --cut 'prefill{rows=2,ctx=4}' --dir weights --out x --tp 2
 
 if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
   "$cutcheck" import-llama2c "$shared/models/stories260K.bin" --out stories >/dev/null
@@ -45,5 +55,10 @@ if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
     "$shared/fixtures/stories260K-greedy.json")
   got=$("$cutcheck" generate --spec stories/spec.json --weights stories --prompt 1 --steps 64)
   [ "$got" = "$want" ] || { echo "stories260K: got '$got', want '$want'"; exit 1; }
+  for tp in 2 4; do
+    got=$("$cutcheck" generate --spec stories/spec.json --weights stories --prompt 1 --steps 64 --tp "$tp")
+    [ "$got" = "$want" ] || { echo "stories260K with --tp $tp: got '$got'"; exit 1; }
+  done
+  expect_error "tp = 3 does not divide heads = 8" generate --weights stories --steps 4 --tp 3
 fi
 echo "cli end to end: ok"

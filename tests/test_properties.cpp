@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "harness/compose.h"
+#include "harness/split.h"
+#include "model/sharding.h"
 #include "model/signature.h"
 #include "program/text.h"
 #include "properties/check.h"
@@ -237,6 +239,72 @@ TEST(Planted, RefusalsCatchAcceptingTooMuchAndTooLittle) {
     return write(cut, spec, dir);
   };
   expect_caught("refusals", strict);
+}
+
+// The reference split with `make` building the split runner from the unsplit weights.
+Subject with_split(std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&, int64_t)> make) {
+  Subject s = Subject::reference();
+  s.split_runner = std::move(make);
+  return s;
+}
+
+TEST(Planted, SplitCatchesAMissingAllReduce) {
+  expect_caught("tp.split_equals_unsplit", with_split([](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
+                  return std::make_unique<SplitRunner>(spec, w, tp, AuthorOptions{Fault::all_reduce_dropped});
+                }));
+}
+
+TEST(Planted, SplitCatchesAWrongHeadToChipMapping) {
+  // Chip c gets the query heads (wq rows and wo columns) of chip c + 1.
+  expect_caught("tp.split_equals_unsplit", with_split([](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
+                  std::vector<TensorMap> shards;
+                  for (int64_t c = 0; c < tp; ++c) shards.push_back(shard_weights(w, spec, tp, c));
+                  for (int64_t c = 0; c < tp; ++c) {
+                    TensorMap next = shard_weights(w, spec, tp, (c + 1) % tp);
+                    for (auto& [name, t] : shards[size_t(c)])
+                      if (name.ends_with(".wq") || name.ends_with(".wo")) t = next.at(name);
+                  }
+                  return std::make_unique<SplitRunner>(spec, std::move(shards));
+                }));
+}
+
+// Hands a split runner caches whose kv-head slices are rotated by one chip, as a backend
+// that gives chip c the cache of chip c + 1 would.
+class WrongKvSlice : public CutRunner {
+ public:
+  WrongKvSlice(std::unique_ptr<CutRunner> inner, int64_t tp) : inner_(std::move(inner)), tp_(tp) {}
+  TensorMap run(const Cut& cut, const TensorMap& inputs) override {
+    TensorMap in = inputs;
+    for (auto& [name, t] : in) {
+      if (!name.starts_with("k.") && !name.starts_with("v.")) continue;
+      std::vector<Tensor> slices;
+      for (int64_t c = 0; c < tp_; ++c) slices.push_back(shard_cache(t, tp_, (c + 1) % tp_));
+      t = gather_cache(slices);
+    }
+    return inner_->run(cut, in);
+  }
+
+ private:
+  std::unique_ptr<CutRunner> inner_;
+  int64_t tp_;
+};
+
+TEST(Planted, SplitCatchesAWrongKvHeadSlice) {
+  expect_caught("tp.split_equals_unsplit", with_split([](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
+                  return std::make_unique<WrongKvSlice>(std::make_unique<SplitRunner>(spec, w, tp), tp);
+                }));
+}
+
+TEST(Planted, SplitRefusalsCatchSplittingTooMuch) {
+  Subject s = Subject::reference();
+  s.write_split = [](const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp) {
+    if (cut.kind == CutKind::prefill) {  // "splits" a prefill by handing every chip the unsplit program
+      Authored a = write(cut, spec, dir);
+      return std::vector<Authored>(size_t(tp), a);
+    }
+    return write_split(cut, spec, dir, tp);
+  };
+  expect_caught("tp.refusals", s);
 }
 
 TEST(Planted, CounterexamplesShrinkAndSayHowToReproduce) {

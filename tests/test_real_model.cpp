@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "harness/generate.h"
+#include "harness/split.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
 #include "oracle/oracle.h"
@@ -87,6 +88,19 @@ TEST(RealModel, TheOracleAlsoReproducesLlama2c) {
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::abs(g.logits[size_t(pos)][i] - want[i])));
   EXPECT_LT(worst, 1e-4);
   std::printf("largest logit difference, oracle against llama2.c: %.3g\n", worst);
+}
+
+TEST(RealModel, SplitGenerationReproducesLlama2c) {
+  SKIP_WITHOUT_SHARED(shared);
+  Fixture fixture = read_fixture(shared);
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  for (int64_t tp : {2, 4}) {
+    SplitRunner runner(m.spec, m.weights, tp);
+    EXPECT_EQ(generate(runner, m.spec, {{1}, 64, 0, Via::decode}).tokens, fixture.tokens) << "tp " << tp;
+  }
+  SplitRunner batched(m.spec, m.weights, 2);
+  EXPECT_EQ(generate(batched, m.spec, {{1}, 64, 0, Via::batch}).tokens, fixture.tokens);
+  EXPECT_THROW(SplitRunner(m.spec, m.weights, 3), NotYet);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Greedy,

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "author/author.h"
+#include "model/sharding.h"
 #include "program/folder.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -10,6 +11,7 @@ namespace cutcheck::cli {
 void add_author(CLI::App& app) {
   struct Args {
     std::string spec, cut, dir, out;
+    int64_t tp = 1;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("author", "write the program and weight manifest of a cut");
@@ -17,13 +19,23 @@ void add_author(CLI::App& app) {
   cmd->add_option("--cut", args->cut, "the cut, e.g. decode{ctx=16} or batch_layer{layer=0,rows=4,ctx=32}")->required();
   cmd->add_option("--dir", args->dir, "the weights folder the manifest names")->required();
   cmd->add_option("--out", args->out, "the folder to write program.txt and manifest.json to")->required();
+  cmd->add_option("--tp", args->tp, "split over this many chips: writes OUT/chip0, OUT/chip1, ...")->capture_default_str();
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     Cut cut = Cut::parse(args->cut, "--cut");
-    Authored a = write(cut, spec, path_from(args->out, args->dir));
-    ProgramFolder{a.program, a.manifest, a.text}.write(args->out);
-    fmt::print("wrote {}/program.txt ({} ops) and {}/manifest.json ({} weights)\n", args->out, a.program.ops.size(),
-               args->out, a.manifest.weights.size());
+    if (args->tp == 1) {
+      Authored a = write(cut, spec, path_from(args->out, args->dir));
+      ProgramFolder{a.program, a.manifest, a.text}.write(args->out);
+      fmt::print("wrote {}/program.txt ({} ops) and {}/manifest.json ({} weights)\n", args->out, a.program.ops.size(),
+                 args->out, a.manifest.weights.size());
+      return;
+    }
+    fs::path out(args->out);
+    std::vector<Authored> chips = write_split(cut, spec, path_from(out / "chip0", args->dir), args->tp);
+    for (size_t c = 0; c < chips.size(); ++c)
+      ProgramFolder{chips[c].program, chips[c].manifest, chips[c].text}.write(out / fmt::format("chip{}", c));
+    fmt::print("wrote {} chip programs to {}/chip0 .. chip{} (their weights: {}/{})\n", chips.size(), args->out,
+               chips.size() - 1, args->dir, shard_file(args->tp, 0).substr(0, shard_file(args->tp, 0).find('/')));
   });
 }
 

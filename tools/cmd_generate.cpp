@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "harness/generate.h"
+#include "harness/split.h"
 #include "model/weights.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -10,7 +12,7 @@ namespace cutcheck::cli {
 void add_generate(CLI::App& app) {
   struct Args {
     std::string spec, weights, prompt = "1", via = "auto";
-    int64_t steps = 16, ctx = 0;
+    int64_t steps = 16, ctx = 0, tp = 1;
     uint64_t seed = 0;
   };
   auto args = std::make_shared<Args>();
@@ -23,12 +25,23 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--ctx", args->ctx, "cache capacity (default: prompt + steps)");
   cmd->add_option("--via", args->via, "cut path: auto (prefill, then decode), decode, prefill, batch or pieces")
       ->capture_default_str();
+  cmd->add_option("--tp", args->tp, "split every step over this many chips (through Decode, or Batch with --via batch)")
+      ->capture_default_str();
   cmd->callback([args] {
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
-    ReferenceRunner runner(spec, std::move(weights));
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
-    Generation g = generate(runner, spec, options);
+    std::unique_ptr<CutRunner> runner;
+    if (args->tp == 1) {
+      runner = std::make_unique<ReferenceRunner>(spec, std::move(weights));
+    } else {
+      if (options.via == Via::automatic) options.via = Via::decode;
+      if (options.via != Via::decode && options.via != Via::batch)
+        throw NotYet(fmt::format("--tp {} generates through Decode or Batch; the {} path does not split yet", args->tp,
+                                 via_name(options.via)));
+      runner = std::make_unique<SplitRunner>(spec, std::move(weights), args->tp);
+    }
+    Generation g = generate(*runner, spec, options);
     fmt::print("{}\n", fmt::join(g.tokens, " "));
   });
 }

@@ -1,8 +1,7 @@
 #include <fmt/format.h>
 
 #include "core/safetensors.h"
-#include "program/folder.h"
-#include "program/random_inputs.h"
+#include "harness/folder.h"
 #include "tools/commands.h"
 
 namespace cutcheck::cli {
@@ -14,12 +13,12 @@ void add_inputs(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("inputs", "write valid random inputs for an authored program");
-  cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json)")->required();
+  cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json), or a split's folder")
+      ->required();
   cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str();
   cmd->add_option("--out", args->out, "the safetensors file to write")->required();
   cmd->callback([args] {
-    ProgramFolder f = ProgramFolder::read(args->folder);
-    TensorMap inputs = random_inputs(f.program, args->seed);
+    TensorMap inputs = folder_inputs(args->folder, args->seed);
     write_safetensors(args->out, inputs);
     fmt::print("wrote {} inputs to {}\n", inputs.size(), args->out);
   });

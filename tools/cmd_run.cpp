@@ -1,8 +1,7 @@
 #include <fmt/format.h>
 
 #include "core/safetensors.h"
-#include "program/folder.h"
-#include "reference/interpreter.h"
+#include "harness/folder.h"
 #include "tools/commands.h"
 
 namespace cutcheck::cli {
@@ -12,16 +11,14 @@ void add_run(CLI::App& app) {
     std::string folder, inputs, outputs;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("run", "run an authored program on the reference interpreter");
-  cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json)")->required();
+  auto* cmd = app.add_subcommand("run", "run an authored program (or the chips of a split) on the reference interpreter");
+  cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json), or a split's folder")
+      ->required();
   cmd->add_option("--inputs", args->inputs, "a safetensors file of the program's inputs")->required();
   cmd->add_option("--outputs", args->outputs, "the safetensors file to write the outputs to")->required();
   cmd->callback([args] {
-    ProgramFolder f = ProgramFolder::read(args->folder);
-    TensorMap weights = load_weights(f.manifest, args->folder);
-    Executable exe(std::move(f.program), std::move(weights));
-    TensorMap outputs = exe.run(read_safetensors(args->inputs).tensors);
-    write_safetensors(args->outputs, outputs);
+    FolderRun program = FolderRun::open(args->folder);
+    write_safetensors(args->outputs, program.run(read_safetensors(args->inputs).tensors));
   });
 }
 

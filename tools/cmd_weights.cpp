@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "core/files.h"
+#include "model/sharding.h"
 #include "model/weights.h"
 #include "tools/commands.h"
 
@@ -10,17 +11,40 @@ void add_weights(CLI::App& app) {
   struct Args {
     std::string spec, dir;
     uint64_t seed = 0;
+    std::vector<int64_t> tp;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("weights", "write seeded synthetic weights for a spec");
   cmd->add_option("--spec", args->spec, "a built-in spec or a spec JSON file")->required();
   cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str();
   cmd->add_option("--dir", args->dir, "the folder to write model.safetensors and spec.json to")->required();
+  cmd->add_option("--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)");
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
-    write_weights(args->dir, synthetic_weights(spec, args->seed), spec);
+    TensorMap weights = synthetic_weights(spec, args->seed);
+    write_weights(args->dir, weights, spec);
     write_file_atomic(fs::path(args->dir) / "spec.json", spec.to_json().dump(2) + "\n");
+    for (int64_t tp : args->tp) write_shards(args->dir, weights, spec, tp);
     fmt::print("wrote {} and spec.json for {}\n", weights_file(args->dir).string(), spec.summary());
+  });
+}
+
+void add_shard(CLI::App& app) {
+  struct Args {
+    std::string dir;
+    std::vector<int64_t> tp;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("shard", "write the tp shards of a weights folder (DIR/tpN/chipC.safetensors)");
+  cmd->add_option("--dir", args->dir, "a weights folder with model.safetensors and spec.json")->required();
+  cmd->add_option("--tp", args->tp, "the splits to write")->required();
+  cmd->callback([args] {
+    ModelSpec spec = load_spec((fs::path(args->dir) / "spec.json").string());
+    TensorMap weights = read_weights(args->dir, spec);
+    for (int64_t tp : args->tp) {
+      write_shards(args->dir, weights, spec, tp);
+      fmt::print("wrote {}/tp{}/chip0 .. chip{}.safetensors\n", args->dir, tp, tp - 1);
+    }
   });
 }
 

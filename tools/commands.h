@@ -8,6 +8,7 @@ namespace cutcheck::cli {
 
 void add_author(CLI::App& app);
 void add_weights(CLI::App& app);
+void add_shard(CLI::App& app);
 void add_inputs(CLI::App& app);
 void add_run(CLI::App& app);
 void add_generate(CLI::App& app);

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   cutcheck::cli::add_author(app);
   cutcheck::cli::add_weights(app);
+  cutcheck::cli::add_shard(app);
   cutcheck::cli::add_inputs(app);
   cutcheck::cli::add_run(app);
   cutcheck::cli::add_generate(app);

@@ -1,0 +1,44 @@
+#include "harness/folder.h"
+
+#include <fmt/format.h>
+
+#include "author/author.h"
+#include "core/error.h"
+#include "harness/split.h"
+#include "program/folder.h"
+#include "program/random_inputs.h"
+#include "program/split.h"
+
+namespace cutcheck {
+
+FolderRun FolderRun::open(const fs::path& dir, RunOptions options) {
+  std::vector<fs::path> folders = chip_folders(dir);
+  if (folders.empty()) folders.push_back(dir);
+  FolderRun r;
+  std::vector<const Program*> programs;
+  for (const fs::path& f : folders) {
+    ProgramFolder folder = ProgramFolder::read(f);
+    TensorMap weights = load_weights(folder.manifest, f);
+    r.chips_.push_back(std::make_unique<Executable>(std::move(folder.program), std::move(weights), options));
+    programs.push_back(&r.chips_.back()->program());
+  }
+  if (r.split()) verify_split(programs, dir.string());
+  return r;
+}
+
+TensorMap FolderRun::run(const TensorMap& inputs) {
+  if (!split()) return chips_[0]->run(inputs);
+  std::vector<Executable*> chips;
+  for (auto& c : chips_) chips.push_back(c.get());
+  return run_split(chips, inputs);
+}
+
+TensorMap folder_inputs(const fs::path& dir, uint64_t seed) {
+  std::vector<fs::path> chips = chip_folders(dir);
+  if (chips.empty()) return random_inputs(ProgramFolder::read(dir).program, seed);
+  fs::path manifest = chips[0] / "manifest.json";
+  About about = read_about(Manifest::read(manifest).about, manifest.string());
+  return random_inputs(author_program(about.cut, about.spec), seed);
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,30 @@
+// A program folder ready to run: one program, or the chip folders of a tp split, with
+// their weights loaded through their manifests. Inputs and outputs use the unsplit
+// layout either way.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/files.h"
+#include "reference/interpreter.h"
+
+namespace cutcheck {
+
+class FolderRun {
+ public:
+  static FolderRun open(const fs::path& dir, RunOptions options = {});
+  TensorMap run(const TensorMap& inputs);
+  bool split() const { return chips_.size() > 1 || chips_[0]->program().replica.has_value(); }
+  const Executable& chip(size_t c) const { return *chips_.at(c); }
+  size_t chips() const { return chips_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<Executable>> chips_;
+};
+
+// Valid random inputs for the folder's program, in the unsplit layout (for a split, from
+// the cut and spec its manifests record).
+TensorMap folder_inputs(const fs::path& dir, uint64_t seed);
+
+}  // namespace cutcheck

@@ -1,0 +1,120 @@
+#include "model/sharding.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "model/weights.h"
+
+namespace cutcheck {
+
+std::optional<std::string> widths_unsplittable(const ModelSpec& spec, int64_t tp) {
+  if (tp < 1) return fmt::format("tp must be at least 1, got {}", tp);
+  for (auto [field, width] : {std::pair{"heads", spec.heads}, {"kv_heads", spec.kv_heads}, {"ffn", spec.ffn}})
+    if (width % tp != 0) return fmt::format("tp = {} does not divide {} = {}", tp, field, width);
+  return std::nullopt;
+}
+
+std::optional<std::string> split_unsupported(const Cut& cut, const ModelSpec& spec, int64_t tp) {
+  const CutKind k = cut.kind;
+  if (k != CutKind::decode && k != CutKind::batch && k != CutKind::decode_layer && k != CutKind::batch_layer)
+    return fmt::format("{} cannot be split yet: only decode, batch, decode_layer and batch_layer split", cut.str());
+  if (auto why = widths_unsplittable(spec, tp)) return fmt::format("{} cannot be split {} ways: {}", cut.str(), tp, *why);
+  return std::nullopt;
+}
+
+ModelSpec chip_spec(const ModelSpec& spec, int64_t tp) {
+  ModelSpec s = spec;
+  s.heads /= tp;
+  s.kv_heads /= tp;
+  s.ffn /= tp;
+  return s;
+}
+
+bool is_split_weight(const std::string& name) {
+  for (const char* suffix : {".wq", ".wk", ".wv", ".wo", ".w1", ".w2", ".w3"})
+    if (name.ends_with(suffix)) return true;
+  return false;
+}
+
+namespace {
+
+// Rows [first, first + count) of a 2-D tensor.
+Tensor take_rows(const Tensor& t, int64_t first, int64_t count) {
+  const int64_t cols = t.shape()[1];
+  Tensor out({DType::f32, {count, cols}});
+  std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(first * cols) * 4, size_t(count * cols) * 4);
+  return out;
+}
+
+// Columns [first, first + count) of a 2-D tensor.
+Tensor take_columns(const Tensor& t, int64_t first, int64_t count) {
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  Tensor out({DType::f32, {rows, count}});
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(out.raw_mut().data() + size_t(r * count) * 4, t.raw().data() + size_t(r * cols + first) * 4,
+                size_t(count) * 4);
+  return out;
+}
+
+}  // namespace
+
+TensorMap shard_weights(const TensorMap& weights, const ModelSpec& spec, int64_t tp, int64_t chip) {
+  const int64_t E = spec.head_dim;
+  const int64_t q = spec.heads / tp * E, kv = spec.kv_heads / tp * E, f = spec.ffn / tp;
+  TensorMap out;
+  for (const auto& [name, t] : weights) {
+    if (name.ends_with(".wq")) out.emplace(name, take_rows(t, chip * q, q));
+    else if (name.ends_with(".wk") || name.ends_with(".wv")) out.emplace(name, take_rows(t, chip * kv, kv));
+    else if (name.ends_with(".wo")) out.emplace(name, take_columns(t, chip * q, q));
+    else if (name.ends_with(".w1") || name.ends_with(".w3")) out.emplace(name, take_rows(t, chip * f, f));
+    else if (name.ends_with(".w2")) out.emplace(name, take_columns(t, chip * f, f));
+    else out.emplace(name, t);
+  }
+  return out;
+}
+
+Tensor shard_cache(const Tensor& cache, int64_t tp, int64_t chip) {
+  Shape shape = cache.shape();
+  const size_t heads_dim = shape.size() - 2;
+  const int64_t width = shape[heads_dim] / tp, E = shape.back();
+  const int64_t outer = cache.elements() / (shape[heads_dim] * E);
+  shape[heads_dim] = width;
+  Tensor out({cache.dtype(), shape});
+  const size_t run = size_t(width * E) * 4;
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(out.raw_mut().data() + size_t(o) * run,
+                cache.raw().data() + size_t(o * tp + chip) * run, run);
+  return out;
+}
+
+Tensor gather_cache(const std::vector<Tensor>& slices) {
+  Shape shape = slices.at(0).shape();
+  const size_t heads_dim = shape.size() - 2;
+  const int64_t tp = int64_t(slices.size());
+  const size_t run = size_t(shape[heads_dim] * shape.back()) * 4;
+  const int64_t outer = slices[0].elements() / (shape[heads_dim] * shape.back());
+  shape[heads_dim] *= tp;
+  Tensor out({DType::f32, shape});
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < tp; ++c)
+      std::memcpy(out.raw_mut().data() + size_t(o * tp + c) * run, slices[size_t(c)].raw().data() + size_t(o) * run, run);
+  return out;
+}
+
+std::string shard_file(int64_t tp, int64_t chip) { return fmt::format("tp{}/chip{}.safetensors", tp, chip); }
+
+void write_shards(const fs::path& dir, const TensorMap& weights, const ModelSpec& spec, int64_t tp) {
+  if (auto why = widths_unsplittable(spec, tp)) throw NotYet(fmt::format("cannot shard {} {} ways: {}", spec.name, tp, *why));
+  for (int64_t c = 0; c < tp; ++c) {
+    TensorMap shard;
+    for (auto& [name, t] : shard_weights(weights, spec, tp, c))
+      if (is_split_weight(name)) shard.emplace(name, std::move(t));
+    write_safetensors(dir / shard_file(tp, c), shard, {{"format", "cutcheck-shard"}, {"tp", std::to_string(tp)},
+                                                       {"chip", std::to_string(c)}});
+  }
+}
+
+}  // namespace cutcheck
