@@ -26,6 +26,27 @@ FolderRun FolderRun::open(const fs::path& dir, RunOptions options) {
   return r;
 }
 
+FolderRun FolderRun::open_with_fault(const fs::path& dir, const FaultSpec& fault) {
+  std::vector<fs::path> folders = chip_folders(dir);
+  if (folders.empty()) folders.push_back(dir);
+  FolderRun r;
+  std::vector<const Program*> programs;
+  for (const fs::path& f : folders) {
+    ProgramFolder folder = ProgramFolder::read(f);
+    About about = read_about(folder.manifest.about, (f / "manifest.json").string());
+    AuthorOptions options{fault.author};
+    Program program = about.tp == 1 && !folder.program.replica
+                          ? author_program(about.cut, about.spec, options)
+                          : author_chip_program(about.cut, about.spec, about.tp, about.chip, options);
+    verify_manifest(program, folder.manifest, (f / "manifest.json").string());
+    TensorMap weights = load_weights(folder.manifest, f);
+    r.chips_.push_back(std::make_unique<Executable>(std::move(program), std::move(weights), fault.run));
+    programs.push_back(&r.chips_.back()->program());
+  }
+  if (r.split()) verify_split(programs, dir.string());
+  return r;
+}
+
 TensorMap FolderRun::run(const TensorMap& inputs) {
   if (!split()) return chips_[0]->run(inputs);
   std::vector<Executable*> chips;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "harness/faults.h"
 #include "reference/interpreter.h"
 
 namespace cutcheck {
@@ -14,6 +15,9 @@ namespace cutcheck {
 class FolderRun {
  public:
   static FolderRun open(const fs::path& dir, RunOptions options = {});
+  // The folder's cut re-authored with `fault` (from the cut and spec its manifests record),
+  // run on the folder's weights: a backend with a bug.
+  static FolderRun open_with_fault(const fs::path& dir, const FaultSpec& fault);
   TensorMap run(const TensorMap& inputs);
   bool split() const { return chips_.size() > 1 || chips_[0]->program().replica.has_value(); }
   const Executable& chip(size_t c) const { return *chips_.at(c); }

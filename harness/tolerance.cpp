@@ -13,7 +13,7 @@ bool Tolerance::close(float want, float got) const {
   return std::abs(double(got) - double(want)) <= atol + rtol * std::abs(double(want));
 }
 
-std::string Tolerance::str() const { return fmt::format("atol={} rtol={}", atol, rtol); }
+std::string Tolerance::str() const { return fmt::format("atol={} rtol={} nmse={}", atol, rtol, nmse); }
 
 namespace {
 
@@ -36,6 +36,8 @@ OutputError compare_floats(const std::string& name, const Tensor& want, const Te
     }
   }
   e.nmse = ref2 > 0 ? err2 / ref2 : err2;
+  if (e.nmse > tol.nmse && e.mismatches++ == 0)
+    e.first = fmt::format("'{}' has NMSE {:.3g}, over {}", name, e.nmse, tol.nmse);
   return e;
 }
 

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "model/signature.h"
 
 namespace cutcheck {
@@ -32,8 +34,31 @@ struct Stream {
 }  // namespace
 
 std::string Case::str() const {
-  return fmt::format("cut {}{}; tokens [{}]; positions [{}]; weight seed {}; data seed {}; spec {}", cut.str(),
-                     tp > 1 ? fmt::format(" split {} ways", tp) : "", fmt::join(tokens, ","), fmt::join(positions, ","), weight_seed, data_seed, spec.summary());
+  return fmt::format("cut {}{}; tokens [{}]; positions [{}]; weight seed {}; data seed {}{}; spec {}", cut.str(),
+                     tp > 1 ? fmt::format(" split {} ways", tp) : "", fmt::join(tokens, ","), fmt::join(positions, ","),
+                     weight_seed, data_seed, k_scale != 1 ? fmt::format("; k scale {}", k_scale) : "", spec.summary());
+}
+
+Json Case::to_json() const {
+  return {{"spec", spec.to_json()},   {"cut", cut.str()},           {"tokens", tokens},
+          {"positions", positions},   {"weight_seed", weight_seed}, {"data_seed", data_seed},
+          {"tp", tp},                 {"k_scale", k_scale}};
+}
+
+Case Case::from_json(const Json& json, const std::string& source) {
+  Case c;
+  c.spec = ModelSpec::from_json(json_field(json, "spec", source), source + ": spec");
+  c.cut = Cut::parse(json_string(json, "cut", source), source + ": cut");
+  for (int64_t t : json_int_list(json, "tokens", source)) c.tokens.push_back(int32_t(t));
+  for (int64_t p : json_int_list(json, "positions", source)) c.positions.push_back(int32_t(p));
+  c.weight_seed = uint64_t(json_int(json, "weight_seed", source));
+  c.data_seed = uint64_t(json_int(json, "data_seed", source));
+  c.tp = json_int(json, "tp", source);
+  c.k_scale = float(json_number(json, "k_scale", source));
+  c.cut.check_possible(c.spec);
+  if (int64_t(c.tokens.size()) != c.cut.row_count())
+    throw FormatError(fmt::format("{}: {} tokens for {} rows", source, c.tokens.size(), c.cut.row_count()));
+  return c;
 }
 
 void showValue(const Case& c, std::ostream& os) { os << c.str(); }
@@ -44,6 +69,26 @@ std::vector<int64_t> last_attended(const Case& c) {
   if (c.cut.family() == Family::batch) return {c.positions.begin(), c.positions.end()};
   if (c.cut.family() == Family::prefill) return {int64_t(c.positions[0]) + c.cut.rows - 1};
   return {c.positions[0]};
+}
+
+TensorMap blank_unattended(TensorMap outputs, const Case& c) {
+  const std::vector<int64_t> last = last_attended(c);
+  for (auto& [name, t] : outputs) {
+    if (last.empty() || (!name.starts_with("k.") && !name.starts_with("v.")) || t.dtype() != DType::f32 ||
+        t.type().rank() < 3)
+      continue;
+    t = t.clone();
+    const Shape& shape = t.shape();
+    const bool per_row = shape.size() == 4;
+    const int64_t rows = per_row ? shape[0] : 1, ctx = per_row ? shape[1] : shape[0];
+    const int64_t width = shape[shape.size() - 2] * shape[shape.size() - 1];
+    if (per_row && rows != int64_t(last.size())) continue;
+    auto v = t.as_mut<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t pos = last[size_t(per_row ? r : 0)] + 1; pos < ctx; ++pos)
+        std::fill_n(v.begin() + (r * ctx + pos) * width, width, 0.0f);
+  }
+  return outputs;
 }
 
 TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
@@ -68,11 +113,13 @@ TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
       const bool per_row = s.size() == 4;
       const int64_t rows = per_row ? s[0] : 1, ctx = per_row ? s[1] : s[0];
       const int64_t width = s[s.size() - 2] * s[s.size() - 1];
+      const float scale = port.name.starts_with("k.") ? c.k_scale : 1.0f;
       auto v = t.as_mut<float>();
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t pos = 0; pos < ctx; ++pos)
           for (int64_t i = 0; i < width; ++i)
-            v[size_t((r * ctx + pos) * width + i)] = pos <= last[size_t(per_row ? r : 0)] ? data.uniform() : garbage.garbage();
+            v[size_t((r * ctx + pos) * width + i)] =
+                pos <= last[size_t(per_row ? r : 0)] ? scale * data.uniform() : garbage.garbage();
       out.emplace(port.name, std::move(t));
     }
   }

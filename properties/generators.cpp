@@ -27,9 +27,13 @@ rc::Gen<ModelSpec> gen_spec(int64_t min_dim) {
 }
 
 rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim) {
-  return rc::gen::exec([kinds, min_dim] {
+  return rc::gen::exec([kinds, min_dim] { return *gen_case_for(*gen_spec(min_dim), kinds); });
+}
+
+rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds) {
+  return rc::gen::exec([spec, kinds] {
     Case c;
-    c.spec = *gen_spec(min_dim);
+    c.spec = spec;
     c.cut.kind = *rc::gen::elementOf(kinds);
     const CutParams p = cut_params(c.cut.kind);
     const Family family = c.cut.family();
@@ -49,19 +53,23 @@ rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim) {
       c.positions.push_back(0);
     c.weight_seed = *inRange<uint64_t>(0, 1000);
     c.data_seed = *inRange<uint64_t>(0, 1000);
+    c.k_scale = *element(1.0f, 1.0f, 1.0f, 1000.0f);
     return c;
   });
+}
+
+void widen_for_tp(ModelSpec& s, int64_t tp) {
+  const int64_t group = s.heads / s.kv_heads;
+  if (s.kv_heads % tp != 0) s.kv_heads = tp;
+  s.heads = s.kv_heads * group;
+  s.ffn = (s.ffn + tp - 1) / tp * tp;
 }
 
 rc::Gen<Case> gen_split_case() {
   return rc::gen::exec([] {
     Case c = *gen_case({CutKind::decode, CutKind::batch, CutKind::decode_layer, CutKind::batch_layer}, 4);
     c.tp = *element<int64_t>(1, 2, 4);
-    ModelSpec& s = c.spec;
-    const int64_t group = s.heads / s.kv_heads;
-    if (s.kv_heads % c.tp != 0) s.kv_heads = c.tp;
-    s.heads = s.kv_heads * group;
-    s.ffn = (s.ffn + c.tp - 1) / c.tp * c.tp;
+    widen_for_tp(c.spec, c.tp);
     return c;
   });
 }

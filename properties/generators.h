@@ -17,8 +17,14 @@ namespace cutcheck {
 rc::Gen<ModelSpec> gen_spec(int64_t min_dim = 1);
 
 // A spec, a possible cut of one of `kinds` with rows up to 4 and ctx up to 12, tokens,
-// positions within the cut's ranges, and seeds.
+// positions within the cut's ranges, seeds, and a k scale that is now and then 1000
+// (scores large enough to overflow a softmax that forgets to subtract the maximum).
 rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim = 1);
+// The same for a given spec.
+rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds);
+
+// Widens heads, kv_heads and ffn to multiples of tp (keeping heads / kv_heads).
+void widen_for_tp(ModelSpec& spec, int64_t tp);
 
 // A splittable cut (Decode, Batch, DecodeLayer, BatchLayer) and a tp of 1, 2 or 4, with
 // the spec's heads, kv_heads and ffn widened to multiples of tp.

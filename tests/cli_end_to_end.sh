@@ -34,6 +34,20 @@ test -s split/chip0/program.txt && test -s split/chip1/manifest.json
 split_tokens=$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 10 --tp 2)
 [ "$split_tokens" = "$first" ] || { echo "tp 2 gave '$split_tokens', unsplit '$first'"; exit 1; }
 
+# Conformance of the reference against itself, with reports CI readers can parse.
+"$cutcheck" conform --backend "$cutcheck run" --cases 30 --tp 1 --tp 2 --junit report.xml --json report.json >/dev/null
+python3 -c "import sys, json, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]).getroot(); \
+assert t.get('tests') == '30' and t.get('failures') == '0', t.attrib; \
+j = json.load(open(sys.argv[2])); assert j['passed'] and j['counts']['passed'] == 30" report.xml report.json
+# A faulty backend fails the run (exit 1), with a reproducer that replays the failure.
+if "$cutcheck" conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --cases 20 --keep kept \
+  --junit bad.xml >conform.txt 2>&1; then echo "a faulty backend passed"; exit 1; fi
+grep -q "first failing piece: layer 0" conform.txt
+python3 -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" bad.xml
+replay=$(grep -m1 "re-run:" conform.txt | sed 's/.*re-run: cutcheck //')
+if eval "\"$cutcheck\" $replay" >replay.txt 2>&1; then echo "the replay passed"; exit 1; fi
+grep -q "^failed:" replay.txt
+
 # Errors: non-zero exit and a message naming the problem, never a crash.
 expect_error() {
   local pattern=$1; shift

@@ -8,7 +8,7 @@ namespace cutcheck::cli {
 
 void add_run(CLI::App& app) {
   struct Args {
-    std::string folder, inputs, outputs;
+    std::string folder, inputs, outputs, fault;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("run", "run an authored program (or the chips of a split) on the reference interpreter");
@@ -16,8 +16,12 @@ void add_run(CLI::App& app) {
       ->required();
   cmd->add_option("--inputs", args->inputs, "a safetensors file of the program's inputs")->required();
   cmd->add_option("--outputs", args->outputs, "the safetensors file to write the outputs to")->required();
+  std::string faults;
+  for (const FaultSpec& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
+  cmd->add_option("--fault", args->fault, "misbehave as a buggy backend would, to test a harness:" + faults);
   cmd->callback([args] {
-    FolderRun program = FolderRun::open(args->folder);
+    FolderRun program = args->fault.empty() ? FolderRun::open(args->folder)
+                                            : FolderRun::open_with_fault(args->folder, find_fault_spec(args->fault));
     write_safetensors(args->outputs, program.run(read_safetensors(args->inputs).tensors));
   });
 }

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_spec(app);
   cutcheck::cli::add_import_llama2c(app);
   cutcheck::cli::add_check(app);
+  cutcheck::cli::add_conform(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
   } catch (const cutcheck::cli::CheckFailed& e) {
     fmt::print(stderr, "cutcheck: {}\n", e.what());
     return 1;
+  } catch (const cutcheck::NotYet& e) {  // the conformance protocol's "not supported"
+    fmt::print(stderr, "cutcheck: not supported: {}\n", e.what());
+    return 77;
   } catch (const cutcheck::Error& e) {
     fmt::print(stderr, "cutcheck: error: {}\n", e.what());
     return 2;

@@ -1,0 +1,72 @@
+// A backend under test. A C++ backend implements Backend and links against cutcheck;
+// any other backend is a command, run through CommandBackend and the protocol of
+// docs/conformance.md. Either way a backend lowers a program folder and runs it on
+// inputs; what it returns is compared with the reference.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/tensor.h"
+#include "model/cut.h"
+
+namespace cutcheck {
+
+// A lowered program: run it as many times as wanted.
+class Lowered {
+ public:
+  virtual ~Lowered() = default;
+  // Throws on failure; NotYet means "this program is not supported".
+  virtual TensorMap run(const TensorMap& inputs) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // The cuts and tp widths it takes; conformance counts others as unsupported.
+  virtual bool supports(const Cut& cut, int64_t tp) const = 0;
+  // Lowers the program in `folder` (program.txt and manifest.json, or chip0/, chip1/, ...
+  // for a split). Throws on failure, NotYet when the program is not supported.
+  virtual std::unique_ptr<Lowered> lower(const fs::path& folder) = 0;
+};
+
+// The reference interpreter, in process (FolderRun).
+class ReferenceBackend : public Backend {
+ public:
+  std::string name() const override { return "reference"; }
+  bool supports(const Cut&, int64_t) const override { return true; }
+  std::unique_ptr<Lowered> lower(const fs::path& folder) override;
+};
+
+// Exit code by which a command says "this cut is not supported".
+constexpr int exit_unsupported = 77;
+
+// A command that obeys the protocol: cutcheck appends `FOLDER --inputs IN --outputs OUT`
+// to it and runs it under the time limit. Exit 0 with OUT written is success; exit 77 is
+// "not supported"; anything else, a crash, a hang past the limit, or an OUT that is
+// missing or malformed is a failure, reported with the command's stderr tail.
+class CommandBackend : public Backend {
+ public:
+  CommandBackend(std::string command, double timeout_seconds);
+  std::string name() const override { return command_; }
+  bool supports(const Cut&, int64_t) const override { return true; }  // it says so by exit code
+  std::unique_ptr<Lowered> lower(const fs::path& folder) override;
+  const std::string& command() const { return command_; }
+
+ private:
+  std::string command_;
+  double timeout_;
+};
+
+// A failure of the backend itself (as against wrong outputs): crash, timeout, bad exit,
+// unreadable outputs. Carries the tail of what the backend printed.
+class BackendFailed : public Error {
+ public:
+  BackendFailed(const std::string& what, std::string stderr_tail) : Error(what), stderr_tail(std::move(stderr_tail)) {}
+  std::string stderr_tail;
+};
+
+}  // namespace cutcheck

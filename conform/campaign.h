@@ -1,0 +1,75 @@
+// A conformance campaign: generated cases (spec, cut, tp, inputs) run on a backend and on
+// the reference, compared within a tolerance. A failure is shrunk to the smallest case
+// that still fails, a failing whole cut is bisected to its first failing piece, and a
+// reproducer folder keeps everything needed to look at it again.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conform/backend.h"
+#include "harness/tolerance.h"
+#include "properties/case.h"
+
+namespace cutcheck {
+
+struct ConformOptions {
+  std::vector<CutKind> kinds = all_cut_kinds();
+  std::vector<int64_t> tp{1};
+  int cases = 100;
+  uint64_t seed = 1;
+  std::optional<ModelSpec> spec;   // a fixed spec; random small specs when unset
+  fs::path weights;                // with `spec`: use these weights instead of seeded ones
+  Tolerance tolerance = Tolerance::f32();
+  // Now and then scale the attended k rows by 1000, for scores large enough to overflow a
+  // softmax that forgets its maximum. bf16 cannot resolve scores on that scale, so the
+  // bf16 tolerance turns this off.
+  bool large_keys = true;
+  bool shrink = true;
+  int shrink_budget = 200;         // backend runs allowed while shrinking one failure
+  fs::path keep = "conform-failures";  // reproducer folders
+  std::string replay_prefix;       // how to re-run: "cutcheck conform --backend '...'"
+  std::function<void(int done, int total)> progress;
+};
+
+enum class Verdict { passed, failed, unsupported };
+
+struct CaseResult {
+  Case c;
+  Verdict verdict = Verdict::passed;
+  std::string failure = {};              // what went wrong
+  std::vector<OutputError> errors = {};  // per output, when outputs came back
+  std::string stderr_tail = {};
+  double seconds = 0;
+};
+
+struct Failure {
+  int index = 0;                 // the case that failed first
+  CaseResult original, shrunk;
+  int shrink_runs = 0;
+  std::string piece = {};        // for whole cuts: "embed", "layer L", "head", or why bisection stopped
+  fs::path reproducer = {};
+  std::string command = {};      // re-runs exactly the shrunk case
+};
+
+struct ConformReport {
+  std::string backend;
+  ConformOptions options;
+  std::vector<CaseResult> results = {};
+  std::vector<Failure> failures = {};  // the shrunk first failure of each cut kind
+  double seconds = 0;
+  int count(Verdict v) const;
+  bool passed() const;  // no failure, and at least one case passed
+};
+
+ConformReport conform(Backend& backend, const ConformOptions& options);
+
+// Runs one case, in `work` (created; left for the caller to keep or remove).
+CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& options, const fs::path& work);
+
+// Re-runs the case kept in a reproducer folder (its case.json).
+CaseResult replay(Backend& backend, const fs::path& reproducer, const ConformOptions& options);
+
+}  // namespace cutcheck

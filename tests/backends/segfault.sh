@@ -1,0 +1,3 @@
+#!/bin/sh
+# A backend that crashes.
+kill -SEGV $$

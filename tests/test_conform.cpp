@@ -1,0 +1,146 @@
+// Conformance: the reference passes; every fault of the catalog is caught, shrunk and
+// bisected to the right piece; backends that crash, hang or write garbage are reported
+// and the run goes on.
+#include <gmock/gmock.h>
+
+#include <cstdlib>
+
+#include "conform/report.h"
+#include "core/error.h"
+#include "harness/faults.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string cutcheck_binary = CUTCHECK_BINARY;
+const std::string backends = CUTCHECK_TEST_BACKENDS;
+
+ConformOptions options(const std::string& name, int cases = 100) {
+  ConformOptions o;
+  o.cases = cases;
+  o.tp = {1, 2};
+  o.keep = test::temp_dir("conform-" + name);
+  o.replay_prefix = "cutcheck conform --backend X";
+  return o;
+}
+
+TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
+  CommandBackend reference(cutcheck_binary + " run", 30);
+  ConformOptions o = options("reference", 100);
+  o.tp = {1, 2, 4};
+  ConformReport r = conform(reference, o);
+  EXPECT_TRUE(r.passed()) << summary_table(r);
+  EXPECT_EQ(r.count(Verdict::passed), 100);
+  std::string xml = junit_xml(r);
+  EXPECT_THAT(xml, HasSubstr("<testsuites name=\"cutcheck conform\" tests=\"100\" failures=\"0\""));
+  EXPECT_EQ(std::count(xml.begin(), xml.end(), '\n'), 100 + 2 + 2 * 14 + 1);  // header, cases, suites, footer
+  Json json = parse_json(report_json(r).dump(), "report");
+  EXPECT_EQ(json["counts"]["passed"], 100);
+  EXPECT_TRUE(json["passed"].get<bool>());
+}
+
+// The piece a fault's whole-cut failures bisect to.
+std::string expected_piece(const std::string& fault) {
+  if (fault == "prefill-head-first-row") return "head";
+  if (fault == "bf16-activations") return "embed";
+  return "layer 0";
+}
+
+class FaultCatalog : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
+  const FaultSpec& fault = find_fault_spec(GetParam());
+  CommandBackend faulty(cutcheck_binary + " run --fault " + fault.name, 30);
+  ConformOptions o = options(fault.name);
+  ConformReport r = conform(faulty, o);
+  ASSERT_FALSE(r.passed()) << fault.name << " went unnoticed in " << o.cases << " cases";
+  ASSERT_FALSE(r.failures.empty());
+  int first = r.failures[0].index;
+  bool bisected = false;
+  for (const Failure& f : r.failures) {
+    EXPECT_TRUE(fs::exists(f.reproducer / "case.json"));
+    EXPECT_TRUE(fs::exists(f.reproducer / "program"));
+    EXPECT_TRUE(fs::exists(f.reproducer / "inputs.safetensors"));
+    EXPECT_TRUE(fs::exists(f.reproducer / "expected.safetensors"));
+    EXPECT_LE(f.shrunk.c.spec.layers, f.original.c.spec.layers);
+    if (f.original.c.cut.part() == Part::whole) {
+      EXPECT_THAT(f.piece, ::testing::StartsWith(expected_piece(fault.name))) << f.shrunk.c.str();
+      bisected = true;
+    }
+  }
+  EXPECT_TRUE(bisected) << "no whole cut failed, so nothing was bisected";
+  std::printf("%s: first failure at case %d; shrunk to %s; piece %s\n", fault.name.c_str(), first,
+              r.failures[0].shrunk.c.str().c_str(), r.failures[0].piece.c_str());
+  // The kept reproducer fails again when replayed.
+  EXPECT_EQ(replay(faulty, r.failures[0].reproducer, o).verdict, Verdict::failed);
+  if (fault.precision_only) {  // and passes where the tolerance is bf16's
+    o.tolerance = Tolerance::bf16();
+    o.large_keys = false;
+    ConformReport loose = conform(faulty, o);
+    EXPECT_TRUE(loose.passed()) << summary_table(loose);
+  }
+}
+
+std::vector<std::string> fault_names() {
+  std::vector<std::string> names;
+  for (const FaultSpec& f : fault_catalog()) names.push_back(f.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(fault_names()), [](const auto& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
+
+// A misbehaving backend: every case fails with `why`, and the run finishes.
+void expect_reported(const std::string& script, const std::string& why, double timeout = 30) {
+  setenv("CUTCHECK", cutcheck_binary.c_str(), 1);
+  CommandBackend backend(backends + "/" + script, timeout);
+  ConformOptions o = options(script, 4);
+  o.kinds = {CutKind::decode, CutKind::decode_layer};
+  o.shrink = false;  // shrinking a backend that hangs waits out the timeout at every step
+  ConformReport r = conform(backend, o);
+  EXPECT_EQ(r.results.size(), 4u);
+  EXPECT_EQ(r.count(Verdict::failed), 4);
+  for (const CaseResult& c : r.results) EXPECT_THAT(c.failure, HasSubstr(why)) << script;
+}
+
+TEST(Conform, ReportsBackendsThatCrashHangOrWriteGarbage) {
+  expect_reported("segfault.sh", "killed by signal 11 (Segmentation fault)");
+  expect_reported("hang.sh", "timed out after 1.0 s", 1.0);
+  expect_reported("truncated.sh", "outputs cannot be read: OUT: header length");
+  expect_reported("garbage.sh", "outputs cannot be read");
+  expect_reported("no_output.sh", "cannot open 'OUT'");
+}
+
+TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {
+  CommandBackend backend(backends + "/unsupported.sh", 30);
+  ConformReport r = conform(backend, options("unsupported", 5));
+  EXPECT_EQ(r.count(Verdict::unsupported), 5);
+  EXPECT_FALSE(r.passed());  // nothing was checked
+  EXPECT_THAT(r.results[0].failure, HasSubstr("this backend lowers nothing yet"));
+}
+
+TEST(Conform, CasesRoundTripThroughJson) {
+  Case c;
+  c.spec = builtin_spec("tiny");
+  c.cut = Cut::batch(2, 5);
+  c.tokens = {3, 4};
+  c.positions = {1, 4};
+  c.weight_seed = 9;
+  c.data_seed = 11;
+  c.tp = 2;
+  c.k_scale = 1000;
+  Case back = Case::from_json(c.to_json(), "case");
+  EXPECT_EQ(back.str(), c.str());
+  Json bad = c.to_json();
+  bad["tokens"] = {1};
+  EXPECT_THROW(Case::from_json(bad, "case"), FormatError);
+}
+
+}  // namespace
+}  // namespace cutcheck

@@ -1,0 +1,114 @@
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include "conform/report.h"
+#include "core/error.h"
+#include "harness/faults.h"
+#include "tools/commands.h"
+
+namespace cutcheck::cli {
+namespace {
+
+std::vector<CutKind> kinds_matching(const std::string& patterns) {
+  std::vector<CutKind> out;
+  for (CutKind k : all_cut_kinds()) {
+    size_t start = 0;
+    while (start <= patterns.size()) {
+      size_t end = patterns.find(',', start);
+      if (end == std::string::npos) end = patterns.size();
+      std::string p = patterns.substr(start, end - start);
+      if (!p.empty() && fnmatch(p.c_str(), cut_kind_name(k).c_str(), 0) == 0) {
+        out.push_back(k);
+        break;
+      }
+      start = end + 1;
+    }
+  }
+  if (out.empty()) throw Error(fmt::format("--cuts '{}' matches no cut kind", patterns));
+  return out;
+}
+
+}  // namespace
+
+void add_conform(CLI::App& app) {
+  struct Args {
+    std::string backend, cuts = "*", spec = "random", weights, junit, json, keep = "conform-failures", replay,
+                         tolerance = "f32";
+    std::vector<int64_t> tp{1};
+    int cases = 100;
+    uint64_t seed = 1;
+    double timeout = 60;
+    std::optional<double> atol, rtol, nmse;
+    bool no_shrink = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("conform", "check a backend against the reference on generated cases");
+  cmd->add_option("--backend", a->backend,
+                  "the backend's command up to its run verb; cutcheck appends FOLDER --inputs IN --outputs OUT")
+      ->required();
+  cmd->add_option("--cuts", a->cuts, "cut kinds to generate: globs, comma-separated (decode,batch_*)")->capture_default_str();
+  cmd->add_option("--tp", a->tp, "tp widths to generate (cuts that split: decode, batch, decode_layer, batch_layer)")
+      ->capture_default_str();
+  cmd->add_option("--cases", a->cases, "cases to generate")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str();
+  cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for small random specs")->capture_default_str();
+  cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
+  cmd->add_option("--timeout", a->timeout, "seconds the backend may take per run")->capture_default_str();
+  cmd->add_option("--tolerance", a->tolerance,
+                  "f32 (atol = rtol = 1e-4, nmse 1e-8) or bf16 (atol = rtol = 0.25, nmse 0.01, no large keys)")
+      ->capture_default_str();
+  cmd->add_option("--atol", a->atol, "absolute tolerance, overriding --tolerance");
+  cmd->add_option("--rtol", a->rtol, "relative tolerance, overriding --tolerance");
+  cmd->add_option("--nmse", a->nmse, "largest NMSE of an output, overriding --tolerance");
+  cmd->add_option("--junit", a->junit, "write a JUnit XML report here");
+  cmd->add_option("--json", a->json, "write a JSON report here");
+  cmd->add_option("--keep", a->keep, "folder for the reproducers of failures")->capture_default_str();
+  cmd->add_flag("--no-shrink", a->no_shrink, "report failures as found, unshrunk");
+  cmd->add_option("--replay", a->replay, "re-run the case kept in a reproducer folder, and nothing else");
+  cmd->callback([a] {
+    if (a->cases < 1) throw Error("--cases must be at least 1");
+    ConformOptions o;
+    o.kinds = kinds_matching(a->cuts);
+    o.tp = a->tp;
+    o.cases = a->cases;
+    o.seed = a->seed;
+    if (a->spec != "random") o.spec = load_spec(a->spec);
+    if (!a->weights.empty() && !o.spec) throw Error("--weights needs --spec");
+    o.weights = a->weights;
+    if (a->tolerance == "f32") o.tolerance = Tolerance::f32();
+    else if (a->tolerance == "bf16") o.tolerance = Tolerance::bf16(), o.large_keys = false;
+    else throw Error(fmt::format("--tolerance '{}': choose f32 or bf16", a->tolerance));
+    if (a->atol) o.tolerance.atol = *a->atol;
+    if (a->rtol) o.tolerance.rtol = *a->rtol;
+    if (a->nmse) o.tolerance.nmse = *a->nmse;
+    o.shrink = !a->no_shrink;
+    o.keep = a->keep;
+    o.replay_prefix = fmt::format("cutcheck conform --backend '{}' --tolerance {} --atol {} --rtol {} --nmse {}",
+                                  a->backend, a->tolerance, o.tolerance.atol, o.tolerance.rtol, o.tolerance.nmse);
+    const bool tty = isatty(2);
+    o.progress = [tty](int done, int total) {
+      if (tty) fmt::print(stderr, "\r[{}/{}]", done, total);
+      else if (done % std::max(1, total / 10) == 0 || done == total) fmt::print(stderr, "[{}/{}]\n", done, total);
+      if (tty && done == total) fmt::print(stderr, "\n");
+    };
+    CommandBackend backend(a->backend, a->timeout);
+
+    if (!a->replay.empty()) {
+      CaseResult r = replay(backend, a->replay, o);
+      fmt::print("{}: {}\n{}\n", verdict_name(r.verdict), r.c.str(), r.failure);
+      for (const OutputError& e : r.errors)
+        fmt::print("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}\n", e.name, e.max_abs, e.max_rel, e.nmse);
+      if (!r.stderr_tail.empty()) fmt::print("backend stderr (tail):\n{}\n", r.stderr_tail);
+      if (r.verdict != Verdict::passed) throw CheckFailed("the replayed case did not pass");
+      return;
+    }
+    ConformReport report = conform(backend, o);
+    fmt::print("{}", summary_table(report));
+    if (!a->junit.empty()) write_file_atomic(a->junit, junit_xml(report));
+    if (!a->json.empty()) write_file_atomic(a->json, report_json(report).dump(2) + "\n");
+    if (!report.passed()) throw CheckFailed("conformance failed");
+  });
+}
+
+}  // namespace cutcheck::cli
