@@ -122,7 +122,7 @@ class Lexer {
 
 class Parser {
  public:
-  Parser(const std::string& text, const std::string& source) : lexer_(text, source), source_(source) { shift(); }
+  Parser(const std::string& text, const std::string& source) : lexer_(text, source) { shift(); }
 
   Program run() {
     skip_blank_lines();
@@ -396,7 +396,6 @@ class Parser {
   }
 
   Lexer lexer_;
-  const std::string& source_;
   Token tok_{Tok::end, "", 1, 1};
   Program program_;
   std::unordered_map<std::string, ValueId> names_;

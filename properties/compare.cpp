@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/signature.h"
+
 namespace cutcheck {
 namespace {
 
@@ -51,6 +53,20 @@ std::optional<std::string> text_difference(const std::string& want, const std::s
     return s.substr(begin, s.find('\n', at) == std::string::npos ? std::string::npos : s.find('\n', at) - begin);
   };
   return fmt::format("line {} differs: '{}' against '{}'", line, around(got), around(want));
+}
+
+std::optional<std::string> split_difference(const Cut& cut, TensorMap unsplit, TensorMap split,
+                                            const Tolerance& tolerance) {
+  TensorMap exact_unsplit, exact_split;
+  for (const std::string& name : {k_cache_name(cut.layer), v_cache_name(cut.layer)}) {
+    if (!unsplit.count(name) || !split.count(name)) continue;
+    exact_unsplit.insert(unsplit.extract(name));
+    exact_split.insert(split.extract(name));
+  }
+  if (auto diff = bitwise_difference(exact_unsplit, exact_split)) return "the first layer's caches: " + *diff;
+  Comparison cmp = compare(unsplit, split, tolerance);
+  if (!cmp.ok) return cmp.failure;
+  return std::nullopt;
 }
 
 Tensor row_of(const Tensor& t, int64_t r) {

@@ -42,15 +42,15 @@ rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds) {
     if (p.ctx) c.cut.ctx = *inRange<int64_t>(family == Family::prefill ? c.cut.rows : 1, 13);
     const int64_t rows = c.cut.row_count();
     for (int64_t r = 0; r < rows; ++r) c.tokens.push_back(*inRange<int32_t>(0, int32_t(c.spec.vocab)));
-    const int32_t ctx = int32_t(std::max<int64_t>(c.cut.ctx, 1));
-    if (family == Family::batch)
+    const int32_t ctx = int32_t(c.cut.ctx);
+    if (!p.ctx)  // no cache, no position
+      c.positions.push_back(0);
+    else if (family == Family::batch)
       for (int64_t r = 0; r < rows; ++r) c.positions.push_back(*inRange<int32_t>(0, ctx));
     else if (family == Family::prefill)
       c.positions.push_back(*inRange<int32_t>(0, ctx - int32_t(rows) + 1));
-    else if (family == Family::decode)
-      c.positions.push_back(*inRange<int32_t>(0, ctx));
     else
-      c.positions.push_back(0);
+      c.positions.push_back(*inRange<int32_t>(0, ctx));
     c.weight_seed = *inRange<uint64_t>(0, 1000);
     c.data_seed = *inRange<uint64_t>(0, 1000);
     c.k_scale = *element(1.0f, 1.0f, 1.0f, 1000.0f);

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Writes the seed corpora under fuzz/corpus from a built cutcheck. The corpora are
+# committed; run this again after a change to the formats.
+#   usage: fuzz/make_corpus.sh build/release/cutcheck
+set -euo pipefail
+cutcheck=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+out=$here/corpus
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,cut_params}
+cd "$work"
+
+# A small spec keeps the programs short.
+cat > small.json <<'JSON'
+{"name": "small", "vocab": 8, "dim": 4, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 2, "ffn": 4,
+ "norm_eps": 1e-05, "rope_theta": 10000.0, "rope_style": "half", "tied": false}
+JSON
+"$cutcheck" weights --spec small.json --seed 1 --dir w --tp 1 >/dev/null
+i=0
+for cut in decode_embed decode_head 'decode_layer{layer=0,ctx=2}' 'batch_layer{layer=0,rows=2,ctx=2}' \
+           'prefill{rows=2,ctx=3}' forward 'batch_head{rows=2}'; do
+  "$cutcheck" author --spec small.json --cut "$cut" --dir w --out "p$i" >/dev/null
+  cp "p$i/program.txt" "$out/program_text/cut$i.txt"
+  "$cutcheck" inputs "p$i" --seed "$i" --out "$out/safetensors/inputs$i.safetensors" >/dev/null
+  { printf '\001'; cat "p$i/manifest.json"; } > "$out/json/manifest$i"
+  i=$((i + 1))
+done
+cat > small2.json <<'JSON'
+{"name": "split", "vocab": 8, "dim": 4, "layers": 1, "heads": 2, "kv_heads": 2, "head_dim": 2, "ffn": 4,
+ "norm_eps": 1e-05, "rope_theta": 10000.0, "rope_style": "interleaved", "tied": true}
+JSON
+"$cutcheck" author --spec small2.json --cut 'decode_layer{layer=0,ctx=2}' --dir w --out split --tp 2 >/dev/null
+cp split/chip1/program.txt "$out/program_text/chip1.txt"
+cat > "$out/program_text/every_op.txt" <<'TXT'
+program "every op"
+input %a : f32[2,3]
+input %i : i32[2] range [0, 1]
+weight %w : f32[3,3]
+%c = constant {value = -inf} : f32[2,3]
+%t = iota {iota_dimension = 1} : i32[2,3]
+%f = convert %t : f32[2,3]
+%s = add %a, %f : f32[2,3]
+%d = divide %s, %a : f32[2,3]
+%p = power %d, %d : f32[2,3]
+%e = exponential %p : f32[2,3]
+%l = logistic %e : f32[2,3]
+%m = compare %l, %c {comparison_direction = GT} : i1[2,3]
+%x = select %m, %l, %c : f32[2,3]
+%b = broadcast_in_dim %x {broadcast_dimensions = [1, 2]} : f32[4,2,3]
+%r = reshape %b : f32[8,3]
+%q = transpose %r {permutation = [1, 0]} : f32[3,8]
+%z = slice %q {start_indices = [0, 1], limit_indices = [3, 8], strides = [1, 3]} : f32[3,3]
+%k = concatenate %z, %z {dimension = 0} : f32[6,3]
+%zero = constant {value = 0} : i32[]
+%u = dynamic_update_slice %k, %z, %zero, %zero : f32[6,3]
+%g = gather %u, %i : f32[2,3]
+%v = reduce %g {kind = max, dimensions = [1]} : f32[2]
+%y = dot_general %g, %w {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]} : f32[2,3]
+output y = %y
+output v = %v
+TXT
+cp w/model.safetensors "$out/safetensors/weights.safetensors"
+{ printf '\000'; cat small.json; } > "$out/json/spec"
+{ printf '\000'; "$cutcheck" spec tiny; } > "$out/json/spec_tiny"
+cat > "$out/json/case" <<'JSON'
+{"spec": {"name": "small", "vocab": 8, "dim": 4, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 2, "ffn": 4, "norm_eps": 1e-05, "rope_theta": 10000.0, "rope_style": "half", "tied": false}, "cut": "batch{rows=2,ctx=3}", "tokens": [1, 2], "positions": [0, 2], "weight_seed": 3, "data_seed": 4, "tp": 1, "k_scale": 1.0}
+JSON
+printf '\002' | cat - "$out/json/case" > "$out/json/case2" && mv "$out/json/case2" "$out/json/case"
+
+i=0
+for cut in 'decode{ctx=16}' 'prefill{rows=4,ctx=16}' 'batch{rows=4,ctx=32}' forward 'forward_layer{layer=1}' \
+           forward_head decode_embed 'decode_layer{layer=2,ctx=8}' decode_head 'batch_embed{rows=4}' \
+           'batch_layer{layer=2,rows=4,ctx=32}' 'batch_head{rows=3}' 'prefill_layer{layer=1,rows=3,ctx=8}' \
+           'prefill_head{rows=3}' ' BatchLayer { ctx = 4, layer=0,rows=1 }'; do
+  printf '%s' "$cut" > "$out/cut/cut$i"
+  i=$((i + 1))
+done
+
+# Two tiny llama2.c checkpoints, tied and untied: header, then floats (the sizes follow run.c).
+python3 - "$out/llama2c" <<'PY'
+import struct, sys, random
+random.seed(1)
+dim, hidden, layers, heads, kv, vocab, seq = 4, 8, 1, 2, 1, 8, 4
+hs = dim // heads
+def floats(n): return struct.pack('<%df' % n, *[random.uniform(-1, 1) for _ in range(n)])
+for name, v in (('tied.bin', vocab), ('untied.bin', -vocab)):
+    body = floats(vocab * dim) + floats(layers * dim) + floats(layers * dim * heads * hs) + \
+        floats(2 * layers * dim * kv * hs) + floats(layers * heads * hs * dim) + floats(layers * dim) + \
+        floats(3 * layers * dim * hidden) + floats(dim) + floats(seq * hs)
+    if v < 0: body += floats(vocab * dim)
+    open(sys.argv[1] + '/' + name, 'wb').write(struct.pack('<7i', dim, hidden, layers, heads, kv, v, seq) + body)
+PY
+python3 -c "
+import random, sys
+random.seed(2)
+for i in range(12): open(sys.argv[1] + '/bytes%d' % i, 'wb').write(bytes(random.randrange(256) for _ in range(48)))
+" "$out/cut_params"
+echo "corpus written to $out"

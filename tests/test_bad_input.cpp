@@ -1,0 +1,288 @@
+// The bad-input catalog: malformed program text, manifests, specs, safetensors and cut
+// text, each refused with exactly the right error class and a message that names the
+// place (line:column, field, tensor or weight). Plus path escapes, memory bombs and
+// atomic writes.
+#include <gmock/gmock.h>
+#include <unistd.h>
+
+#include <functional>
+#include <typeindex>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/limits.h"
+#include "core/safetensors.h"
+#include "model/cut.h"
+#include "model/spec.h"
+#include "program/manifest.h"
+#include "program/text.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+struct Bad {
+  std::string name;
+  std::function<void()> trigger;
+  std::type_index error;
+  std::string place;  // the message must contain this
+};
+
+void PrintTo(const Bad& bad, std::ostream* os) { *os << bad.name; }
+
+template <class E>
+std::type_index is() {
+  return typeid(E);
+}
+
+void program(const std::string& text) { parse_and_verify(text, "p.txt"); }
+const std::string head = "program \"p\"\n";
+
+void spec(const std::string& patch) {
+  Json j = builtin_spec("tiny").to_json();
+  j.merge_patch(Json::parse(patch));
+  ModelSpec::from_json(j, "spec.json");
+}
+
+void spec_text(const std::string& text) { ModelSpec::from_json(parse_json(text, "spec.json"), "spec.json"); }
+
+Json good_manifest() {
+  return Json::parse(R"({"format": "cutcheck-manifest-1", "dir": "w", "weights": [
+    {"name": "w", "file": "model.safetensors", "tensor": "w", "dtype": "f32", "shape": [4, 3]}]})");
+}
+
+void manifest(const Json& j) { Manifest::from_json(j, "manifest.json"); }
+
+// A safetensors file from a header and a number of data bytes.
+std::string safetensors_file(const std::string& header, size_t data_bytes) {
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[size_t(i)] = char((n >> (8 * i)) & 0xff);
+  return out + header + std::string(data_bytes, '\0');
+}
+
+void safetensors(const std::string& bytes) {
+  parse_safetensors(std::as_bytes(std::span(bytes.data(), bytes.size())), "t.safetensors", nullptr);
+}
+
+void cut(const std::string& text) { Cut::parse(text, "--cut"); }
+
+std::vector<Bad> catalog() {
+  std::vector<Bad> c;
+  // Program text: ParseError or VerifyError with file:line:column.
+  c.push_back({"truncated type", [] { program(head + "input %x : f32[2"); }, is<ParseError>(), "p.txt:2:17: expected ','"});
+  c.push_back({"unknown dtype", [] { program(head + "input %x : f64[2]\n"); }, is<ParseError>(), "p.txt:2:12: expected a type"});
+  c.push_back({"undefined value", [] { program(head + "input %x : f32[2]\n%y = add %x, %q : f32[2]\n"); }, is<ParseError>(),
+               "p.txt:3:14: %q is not defined"});
+  c.push_back({"duplicate name", [] { program(head + "input %x : f32[2]\ninput %x : f32[2]\n"); }, is<ParseError>(),
+               "p.txt:3:7: %x is defined twice"});
+  c.push_back({"wrong shape", [] { program(head + "input %x : f32[2]\n%y = add %x, %x : f32[3]\noutput y = %y\n"); },
+               is<VerifyError>(), "p.txt:3:1: %y = add: result type is f32[2], but the program states f32[3]"});
+  c.push_back({"wrong dtype", [] {
+                 program(head + "input %x : i32[2,2]\n%y = dot_general %x, %x {lhs_batching_dimensions = [], "
+                                "rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], "
+                                "rhs_contracting_dimensions = [0]} : f32[2,2]\noutput y = %y\n");
+               },
+               is<VerifyError>(), "p.txt:3:1: %y = dot_general: operands must be f32"});
+  c.push_back({"number out of range", [] { program(head + "input %x : f32[99999999999999999999]\n"); }, is<ParseError>(),
+               "p.txt:2:16: 99999999999999999999 is out of range"});
+  c.push_back({"NaN as a size", [] { program(head + "input %x : f32[nan]\n"); }, is<ParseError>(),
+               "p.txt:2:16: expected an integer"});
+  c.push_back({"negative size", [] { program(head + "input %x : f32[-2]\n"); }, is<ParseError>(), "dimension -2 is negative"});
+  c.push_back({"huge dimensions", [] { program(head + "input %x : f32[100000,100000,100000]\n%y = negate %x : f32[100000,100000,100000]\noutput y = %y\n"); },
+               is<LimitError>(), "p.txt: the program's values need"});
+  c.push_back({"attribute of the wrong kind", [] { program(head + "input %x : f32[2]\n%y = reduce %x {kind = add, dimensions = add} : f32[]\n"); },
+               is<ParseError>(), "p.txt:3:42: expected '['"});
+  c.push_back({"unknown attribute", [] { program(head + "input %x : f32[2]\n%y = negate %x {scale = 2} : f32[2]\n"); },
+               is<ParseError>(), "p.txt:3:17: negate has no attribute 'scale'"});
+  c.push_back({"no outputs", [] { program(head + "input %x : f32[2]\n"); }, is<VerifyError>(), "p.txt: the program has no outputs"});
+  c.push_back({"rank above 8", [] { program(head + "input %x : f32[1,1,1,1,1,1,1,1,1]\n%y = negate %x : f32[1,1,1,1,1,1,1,1,1]\noutput y = %y\n"); },
+               is<VerifyError>(), "p.txt:2:1: %x has rank 9, above the limit of 8"});
+  c.push_back({"collective outside a split", [] {
+                 program(head + "input %x : f32[2]\n%y = all_reduce %x {kind = add, replica_groups = [[0]]} : f32[2]\noutput y = %y\n");
+               },
+               is<VerifyError>(), "p.txt:3:1: %y = all_reduce: a collective needs"});
+  c.push_back({"statement out of order", [] { program(head + "output y = %x\n"); }, is<ParseError>(), "p.txt:2:12: %x is not defined"});
+
+  // Manifests: FormatError, VerifyError or IoError naming the field or the weight.
+  c.push_back({"manifest without weights", [] {
+                 Json j = good_manifest();
+                 j.erase("weights");
+                 manifest(j);
+               },
+               is<FormatError>(), "manifest.json: missing field 'weights'"});
+  c.push_back({"manifest of another format", [] {
+                 Json j = good_manifest();
+                 j["format"] = "other-2";
+                 manifest(j);
+               },
+               is<FormatError>(), "manifest.json: format is 'other-2'"});
+  c.push_back({"manifest dtype", [] {
+                 Json j = good_manifest();
+                 j["weights"][0]["dtype"] = "f64";
+                 manifest(j);
+               },
+               is<FormatError>(), "manifest.json: weight 'w': unknown dtype 'f64'"});
+  c.push_back({"manifest shape of the wrong kind", [] {
+                 Json j = good_manifest();
+                 j["weights"][0]["shape"] = "4x3";
+                 manifest(j);
+               },
+               is<FormatError>(), "weight 'w': field 'shape' must be a list of integers"});
+  c.push_back({"manifest weight named twice", [] {
+                 Json j = good_manifest();
+                 j["weights"].push_back(j["weights"][0]);
+                 manifest(j);
+               },
+               is<FormatError>(), "manifest.json: weight 'w': named twice"});
+  c.push_back({"manifest against the program", [] {
+                 Program p = parse_and_verify(head + "weight %w : f32[3,4]\n%y = negate %w : f32[3,4]\noutput y = %y\n");
+                 verify_manifest(p, Manifest::from_json(good_manifest(), "m"), "manifest.json");
+               },
+               is<VerifyError>(), "manifest.json: weight 'w' is f32[3,4] in the program but f32[4,3] in the manifest"});
+  c.push_back({"malformed JSON", [] { parse_json("{\"format\": ", "manifest.json"); }, is<FormatError>(),
+               "manifest.json: malformed JSON"});
+  c.push_back({"JSON nested too deep", [] { parse_json(std::string(100, '[') + std::string(100, ']'), "manifest.json"); },
+               is<FormatError>(), "manifest.json: JSON nested deeper than 32 levels"});
+  c.push_back({"duplicate JSON key", [] { parse_json(R"({"dir": "a", "dir": "b"})", "manifest.json"); }, is<FormatError>(),
+               "manifest.json: key 'dir' appears twice"});
+
+  // Specs: SpecError or FormatError naming the field.
+  c.push_back({"heads not a multiple of kv_heads", [] { spec(R"({"kv_heads": 3})"); }, is<SpecError>(),
+               "spec.json: spec 'tiny': heads (4) must be a multiple of kv_heads (3)"});
+  c.push_back({"fractional size", [] { spec(R"({"dim": 1.5})"); }, is<FormatError>(), "spec.json: field 'dim' must be an integer"});
+  c.push_back({"negative spec size", [] { spec(R"({"ffn": -3})"); }, is<SpecError>(), "ffn must be positive, got -3"});
+  c.push_back({"huge spec size", [] { spec(R"({"vocab": 1099511627776})"); }, is<SpecError>(), "vocab = 1099511627776 is larger than 2^31"});
+  c.push_back({"unknown field", [] { spec(R"({"colour": "blue"})"); }, is<FormatError>(), "spec.json: unknown spec field 'colour'"});
+  c.push_back({"unknown rope style", [] { spec(R"({"rope_style": "sideways"})"); }, is<FormatError>(), "field 'rope_style'"});
+  c.push_back({"missing field", [] { spec_text(R"({"vocab": 4})"); }, is<FormatError>(), "spec.json: missing field 'dim'"});
+  c.push_back({"NaN in JSON", [] { spec_text(R"({"vocab": NaN})"); }, is<FormatError>(), "spec.json: malformed JSON"});
+
+  // Safetensors: FormatError naming the tensor.
+  c.push_back({"truncated safetensors", [] { safetensors("abc"); }, is<FormatError>(), "t.safetensors: 3 bytes is too short"});
+  c.push_back({"header past the end", [] { safetensors(safetensors_file("{}", 0).substr(0, 9)); }, is<FormatError>(),
+               "t.safetensors: header length 2 runs past the end"});
+  c.push_back({"offsets past the end", [] {
+                 safetensors(safetensors_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4));
+               },
+               is<FormatError>(), "t.safetensors: tensor 'a' ends at byte 8, past the 4 data bytes"});
+  c.push_back({"overlapping tensors", [] {
+                 safetensors(safetensors_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                                  "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8));
+               },
+               is<FormatError>(), "t.safetensors: tensor 'b' overlaps tensor 'a'"});
+  c.push_back({"unindexed bytes", [] {
+                 safetensors(safetensors_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8));
+               },
+               is<FormatError>(), "t.safetensors: bytes 0..4 before tensor 'a' belong to no tensor"});
+  c.push_back({"unsupported dtype", [] {
+                 safetensors(safetensors_file(R"({"a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}})", 4));
+               },
+               is<FormatError>(), "t.safetensors: tensor 'a': dtype F16 is not supported"});
+  c.push_back({"size against shape", [] {
+                 safetensors(safetensors_file(R"({"a": {"dtype": "I32", "shape": [3], "data_offsets": [0, 8]}})", 8));
+               },
+               is<FormatError>(), "tensor 'a': data_offsets span 8 bytes but i32[3] needs 12"});
+  c.push_back({"huge shape", [] {
+                 safetensors(safetensors_file(
+                     R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 4]}})", 4));
+               },
+               is<FormatError>(), "tensor 'a': shape [4294967296,4294967296,4294967296] is too large"});
+  c.push_back({"header not an object", [] { safetensors(safetensors_file("[1, 2]", 0)); }, is<FormatError>(),
+               "t.safetensors: the header must be a JSON object"});
+  c.push_back({"duplicate tensor names", [] {
+                 safetensors(safetensors_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                                                  "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8));
+               },
+               is<FormatError>(), "key 'a' appears twice"});
+
+  // Cut text: ParseError with the column.
+  c.push_back({"unknown cut", [] { cut("decoder{ctx=4}"); }, is<ParseError>(), "--cut:1:1: unknown cut 'decoder'"});
+  c.push_back({"missing parameter", [] { cut("batch{rows=2}"); }, is<ParseError>(), "--cut:1:14: batch needs parameter 'ctx'"});
+  c.push_back({"parameter twice", [] { cut("decode{ctx=4,ctx=4}"); }, is<ParseError>(), "--cut:1:14: parameter 'ctx' given twice"});
+  c.push_back({"trailing text", [] { cut("forward junk"); }, is<ParseError>(), "--cut:1:9: unexpected text after the cut"});
+  c.push_back({"negative parameter", [] { cut("decode{ctx=-1}"); }, is<ParseError>(), "--cut:1:12: expected a non-negative integer"});
+  c.push_back({"impossible layer", [] { Cut::parse("decode_layer{layer=9,ctx=4}").check_possible(builtin_spec("tiny")); },
+               is<Refused>(), "layer 9 does not exist"});
+  return c;
+}
+
+class BadInput : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(BadInput, IsRefusedWithTheRightErrorAndPlace) {
+  const Bad& bad = GetParam();
+  try {
+    bad.trigger();
+    FAIL() << bad.name << ": accepted";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::type_index(typeid(e)), bad.error) << bad.name << ": " << e.what();
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(bad.place)) << bad.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, BadInput, ::testing::ValuesIn(catalog()), [](const auto& info) {
+  std::string n = info.param.name;
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+});
+
+TEST(BadInputCatalog, HasAtLeastThirtyEntries) { EXPECT_GE(catalog().size(), 30u); }
+
+TEST(Paths, ManifestEntriesCannotLeaveTheirFolder) {
+  fs::path dir = test::temp_dir("paths");
+  fs::create_directories(dir / "w");
+  write_file_atomic(dir / "secret", std::string("x"));
+  fs::create_symlink(dir / "secret", dir / "w" / "link");
+  fs::create_symlink(dir / "w" / "model", dir / "w" / "inside");  // a link that stays inside is fine
+  auto escape = [&](const std::string& file) {
+    try {
+      resolve_under(dir / "w", file, "weight 'w'");
+    } catch (const IoError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_THAT(escape("../secret"), ::testing::HasSubstr("weight 'w': '../secret' climbs out"));
+  EXPECT_THAT(escape("a/../../secret"), ::testing::HasSubstr("climbs out"));
+  EXPECT_THAT(escape((dir / "secret").string()), ::testing::HasSubstr("is absolute"));
+  EXPECT_THAT(escape("link"), ::testing::HasSubstr("weight 'w': 'link' leads outside"));
+  EXPECT_THAT(escape("inside"), ::testing::IsEmpty());
+  EXPECT_THAT(escape("sub/model.safetensors"), ::testing::IsEmpty());
+  // Through the loader as a user meets it.
+  Json j = good_manifest();
+  j["weights"][0]["file"] = "../secret";
+  EXPECT_THROW(load_weights(Manifest::from_json(j, "m"), dir), IoError);
+}
+
+TEST(Limits, AMemoryBombIsRefusedBeforeAllocating) {
+  const uint64_t saved = memory_limit();
+  set_memory_limit(1 << 20);
+  // Far beyond what the machine could allocate: were it attempted, this would not throw
+  // a LimitError but die.
+  EXPECT_THROW(Tensor(TensorType{DType::f32, {1 << 30, 1 << 30}}), LimitError);
+  EXPECT_THROW(program(head + "input %x : f32[512,1024]\n%y = negate %x : f32[512,1024]\noutput y = %y\n"), LimitError);
+  set_memory_limit(saved);
+  EXPECT_NO_THROW(program(head + "input %x : f32[512,1024]\n%y = negate %x : f32[512,1024]\noutput y = %y\n"));
+  EXPECT_EQ(parse_byte_size("16G"), uint64_t{16} << 30);
+  EXPECT_THROW(parse_byte_size("lots"), Error);
+}
+
+TEST(Files, WritesAreAtomic) {
+  fs::path dir = test::temp_dir("atomic");
+  fs::path file = dir / "out.safetensors";
+  write_file_atomic(file, std::string("first"));
+  write_file_atomic(file, std::string("second"));
+  EXPECT_EQ(read_file(file), "second");
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) entries += e.path() != file;
+  EXPECT_EQ(entries, 0u) << "a temporary file was left behind";
+  // A write that cannot happen leaves what was there.
+  fs::create_directories(dir / "blocked");
+  EXPECT_THROW(write_file_atomic(dir / "blocked", std::string("x")), IoError);
+  EXPECT_TRUE(fs::is_directory(dir / "blocked"));
+  EXPECT_EQ(read_file(file), "second");
+}
+
+}  // namespace
+}  // namespace cutcheck
