@@ -75,7 +75,7 @@ Tensor Tensor::of_f32(Shape shape, std::vector<float> values) {
   Tensor t({DType::f32, std::move(shape)});
   if (size_t(t.elements()) != values.size())
     throw Error(fmt::format("{} values given for a tensor of type {}", values.size(), t.type().str()));
-  std::memcpy(t.data_, values.data(), t.bytes());
+  if (!values.empty()) std::memcpy(t.data_, values.data(), t.bytes());
   return t;
 }
 
@@ -83,7 +83,7 @@ Tensor Tensor::of_i32(Shape shape, std::vector<int32_t> values) {
   Tensor t({DType::i32, std::move(shape)});
   if (size_t(t.elements()) != values.size())
     throw Error(fmt::format("{} values given for a tensor of type {}", values.size(), t.type().str()));
-  std::memcpy(t.data_, values.data(), t.bytes());
+  if (!values.empty()) std::memcpy(t.data_, values.data(), t.bytes());
   return t;
 }
 

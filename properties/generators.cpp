@@ -101,7 +101,7 @@ rc::Gen<TensorMap> gen_tensor_map() {
       std::vector<uint8_t> fill = *rc::gen::container<std::vector<uint8_t>>(bytes.size(), rc::gen::arbitrary<uint8_t>());
       if (dtype == DType::i1)
         for (uint8_t& b : fill) b &= 1;
-      std::memcpy(bytes.data(), fill.data(), bytes.size());
+      if (!fill.empty()) std::memcpy(bytes.data(), fill.data(), bytes.size());  // an empty vector has no data()
       out.insert_or_assign(name, std::move(t));
     }
     return out;

@@ -85,7 +85,8 @@ void eval_reduce(const Operation& op, Operands in, Tensor& out) {
 
 void eval_dot_general(const Operation& op, Operands in, Tensor& out) {
   // result[batch..., lhs_free..., rhs_free...] = sum over the contracting indices c of
-  // lhs[batch, lhs_free, c] * rhs[batch, rhs_free, c], summed in double.
+  // lhs[batch, lhs_free, c] * rhs[batch, rhs_free, c]: every product exact in double,
+  // summed in double in ascending row-major order of c, rounded once.
   const Tensor &lhs = *in[0], &rhs = *in[1];
   const auto &lb = op.ints("lhs_batching_dimensions"), &rb = op.ints("rhs_batching_dimensions");
   const auto &lc = op.ints("lhs_contracting_dimensions"), &rc = op.ints("rhs_contracting_dimensions");
@@ -116,26 +117,80 @@ void eval_dot_general(const Operation& op, Operands in, Tensor& out) {
   int64_t terms = 1;
   for (int i = 0; i < contracted; ++i) terms *= con_size[size_t(i)];
 
-  auto x = lhs.as<float>();
-  auto w = rhs.as<float>();
-  auto y = out.as_mut<float>();
-  if (y.empty()) return;
-  Odometer res(out.shape());
-  size_t o = 0;
-  do {
-    const int64_t lhs_at = offset(res, res_l), rhs_at = offset(res, res_r);
+  const float* x = lhs.as<float>().data();
+  const float* w = rhs.as<float>().data();
+  float* y = out.as_mut<float>().data();
+  if (out.elements() == 0) return;
+
+  // One result element: the ordered sum above.
+  auto element = [&](int64_t l, int64_t r) {
     double acc = 0.0;
     if (contracted == 1) {
-      const int64_t sl = con_l[0], sr = con_r[0];
-      for (int64_t k = 0; k < terms; ++k)
-        acc += double(x[size_t(lhs_at + k * sl)]) * double(w[size_t(rhs_at + k * sr)]);
+      for (int64_t k = 0; k < terms; ++k) acc += double(x[l + k * con_l[0]]) * double(w[r + k * con_r[0]]);
     } else if (terms > 0) {
       Odometer c(con_size.data(), contracted);
-      do acc += double(x[size_t(lhs_at + offset(c, con_l))]) * double(w[size_t(rhs_at + offset(c, con_r))]);
+      do acc += double(x[l + offset(c, con_l)]) * double(w[r + offset(c, con_r)]);
       while (c.next());
     }
-    y[o++] = float(acc);
-  } while (res.next());
+    return float(acc);
+  };
+
+  // The result's last dimension is walked in fours: four ordered sums side by side, each
+  // exactly the sum `element` computes, but with their additions free to overlap. Where
+  // both operands run contiguously along the contraction (projections, q . k), their rows
+  // are first widened to double in a buffer, which the compiler can vectorise.
+  const int rank = int(out.type().rank());
+  const int64_t n = rank == 0 ? 1 : out.shape().back();
+  const int64_t step_l = rank == 0 ? 0 : res_l[size_t(rank - 1)], step_r = rank == 0 ? 0 : res_r[size_t(rank - 1)];
+  const bool contiguous = contracted == 1 && con_l[0] == 1 && con_r[0] == 1;
+  thread_local std::vector<double> wide;  // grows once, then is reused: no allocation per run
+  if (contiguous && wide.size() < size_t(5 * terms)) wide.resize(size_t(5 * terms));
+  Odometer outer(out.shape().data(), std::max(rank - 1, 0));
+  size_t o = 0;
+  do {
+    const int64_t base_l = offset(outer, res_l), base_r = offset(outer, res_r);
+    int64_t j = 0;
+    if (contiguous) {
+      double* xd = wide.data();
+      double* wd = xd + terms;
+      for (; j + 4 <= n; j += 4) {
+        if (j == 0 || step_l != 0)
+          for (int64_t k = 0; k < terms; ++k) xd[k] = double(x[base_l + j * step_l + k]);
+        for (int i = 0; i < 4; ++i)
+          for (int64_t k = 0; k < terms; ++k) wd[i * terms + k] = double(w[base_r + (j + i) * step_r + k]);
+        const double *w0 = wd, *w1 = wd + terms, *w2 = wd + 2 * terms, *w3 = wd + 3 * terms;
+        if (step_l == 0) {  // one lhs row for all four
+          double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+          for (int64_t k = 0; k < terms; ++k) {
+            a0 += xd[k] * w0[k];
+            a1 += xd[k] * w1[k];
+            a2 += xd[k] * w2[k];
+            a3 += xd[k] * w3[k];
+          }
+          y[o++] = float(a0), y[o++] = float(a1), y[o++] = float(a2), y[o++] = float(a3);
+        } else {
+          for (int i = 0; i < 4; ++i) y[o++] = element(base_l + (j + i) * step_l, base_r + (j + i) * step_r);
+        }
+      }
+    } else if (contracted == 1) {
+      const int64_t sl = con_l[0], sr = con_r[0];
+      for (; j + 4 <= n; j += 4) {
+        const float* xs = x + base_l + j * step_l;
+        const float* ws = w + base_r + j * step_r;
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (int64_t k = 0; k < terms; ++k) {
+          const float* xk = xs + k * sl;
+          const float* wk = ws + k * sr;
+          a0 += double(xk[0]) * double(wk[0]);
+          a1 += double(xk[step_l]) * double(wk[step_r]);
+          a2 += double(xk[2 * step_l]) * double(wk[2 * step_r]);
+          a3 += double(xk[3 * step_l]) * double(wk[3 * step_r]);
+        }
+        y[o++] = float(a0), y[o++] = float(a1), y[o++] = float(a2), y[o++] = float(a3);
+      }
+    }
+    for (; j < n; ++j) y[o++] = element(base_l + j * step_l, base_r + j * step_r);
+  } while (outer.next());
 }
 
 }  // namespace cutcheck

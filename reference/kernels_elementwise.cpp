@@ -152,16 +152,23 @@ void eval_compare(const Operation& op, Operands in, Tensor& out) {
   else run(int32_t{});
 }
 
+namespace {
+
+// Elements are moved as unsigned integers of their width: select never looks at values.
+template <class Bits>
+void select_bits(std::span<const uint8_t> pred, const Tensor& on_true, const Tensor& on_false, Tensor& out) {
+  const Bits* t = reinterpret_cast<const Bits*>(on_true.raw().data());
+  const Bits* f = reinterpret_cast<const Bits*>(on_false.raw().data());
+  Bits* y = reinterpret_cast<Bits*>(out.raw_mut().data());
+  for (size_t i = 0; i < pred.size(); ++i) y[i] = pred[i] ? t[i] : f[i];
+}
+
+}  // namespace
+
 void eval_select(const Operation&, Operands in, Tensor& out) {
-  auto pred = in[0]->as<uint8_t>();
-  const size_t width = dtype_size(out.dtype());
-  const std::byte* on_true = in[1]->raw().data();
-  const std::byte* on_false = in[2]->raw().data();
-  std::byte* y = out.raw_mut().data();
-  for (size_t i = 0; i < pred.size(); ++i) {
-    const std::byte* from = (pred[i] ? on_true : on_false) + i * width;
-    std::copy(from, from + width, y + i * width);
-  }
+  // result[i] = pred[i] ? on_true[i] : on_false[i]
+  if (dtype_size(out.dtype()) == 4) select_bits<uint32_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);
+  else select_bits<uint8_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);
 }
 
 }  // namespace cutcheck

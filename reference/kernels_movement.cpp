@@ -10,13 +10,16 @@ namespace cutcheck {
 namespace {
 
 // Copies every element of `shape`: the element at multi-index j goes from
-// src[sum j*src_strides] to dst[sum j*dst_strides] (strides in elements).
-template <size_t W>
-void copy_elements(std::byte* dst, const Index& dst_strides, const std::byte* src, const Index& src_strides,
-                   const Shape& shape) {
+// src[sum j*src_strides] to dst[sum j*dst_strides] (strides in elements). Elements move
+// as unsigned integers of their width.
+template <class Bits>
+void copy_elements(std::byte* dst_bytes, const Index& dst_strides, const std::byte* src_bytes,
+                   const Index& src_strides, const Shape& shape) {
+  Bits* dst = reinterpret_cast<Bits*>(dst_bytes);
+  const Bits* src = reinterpret_cast<const Bits*>(src_bytes);
   const int rank = int(shape.size());
   if (rank == 0) {
-    std::memcpy(dst, src, W);
+    *dst = *src;
     return;
   }
   if (element_count(shape) == 0) return;
@@ -29,18 +32,17 @@ void copy_elements(std::byte* dst, const Index& dst_strides, const std::byte* sr
       d += row.at[i] * dst_strides[i];
       s += row.at[i] * src_strides[i];
     }
-    if (ds == 1 && ss == 1) {
-      std::memcpy(dst + d * int64_t(W), src + s * int64_t(W), size_t(n) * W);
-    } else {
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + (d + i * ds) * int64_t(W), src + (s + i * ss) * int64_t(W), W);
-    }
+    if (ds == 1 && ss == 1) std::memcpy(dst + d, src + s, size_t(n) * sizeof(Bits));
+    else if (ss == 0) std::fill_n(dst + d, n, src[s]);  // broadcasting along the last dimension
+    else
+      for (int64_t i = 0; i < n; ++i) dst[d + i * ds] = src[s + i * ss];
   } while (row.next());
 }
 
 void copy_elements(size_t width, std::byte* dst, const Index& dst_strides, const std::byte* src,
                    const Index& src_strides, const Shape& shape) {
-  if (width == 4) copy_elements<4>(dst, dst_strides, src, src_strides, shape);
-  else copy_elements<1>(dst, dst_strides, src, src_strides, shape);
+  if (width == 4) copy_elements<uint32_t>(dst, dst_strides, src, src_strides, shape);
+  else copy_elements<uint8_t>(dst, dst_strides, src, src_strides, shape);
 }
 
 size_t width_of(const Tensor& t) { return dtype_size(t.dtype()); }

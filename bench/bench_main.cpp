@@ -1,0 +1,151 @@
+// cutcheck's benchmarks. Ratios between rows of one run are what to read; see
+// bench/run.sh for the table and README.md for the figures.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+
+#include "bench/plain_loops.h"
+#include "bench/workloads.h"
+#include "harness/runner.h"
+#include "model/signature.h"
+#include "oracle/oracle.h"
+#include "properties/check.h"
+
+namespace cutcheck::bench {
+namespace {
+
+TensorMap zero_caches(const ModelSpec& spec, const Cut& cut) {
+  TensorMap caches;
+  for (const Port& p : signature(cut, spec).inputs)
+    if (p.name.starts_with("k.") || p.name.starts_with("v.")) caches.emplace(p.name, Tensor(p.type));
+  return caches;
+}
+
+// Greedy decode steps through Decode{ctx} on `runner`, positions 0, 1, ... ctx - 1 and
+// round again; returns the tokens of the first `check` steps.
+std::vector<int32_t> decode_steps(benchmark::State& state, CutRunner& runner, const ModelSpec& spec, int64_t ctx,
+                                  size_t check = 0) {
+  const Cut cut = Cut::decode(ctx);
+  TensorMap caches = zero_caches(spec, cut);
+  int32_t token = 1;
+  int64_t pos = 0;
+  std::vector<int32_t> tokens;
+  for (auto _ : state) {
+    TensorMap in = caches;
+    in["token"] = Tensor::scalar_i32(token);
+    in["pos"] = Tensor::scalar_i32(int32_t(pos));
+    TensorMap out = runner.run(cut, in);
+    token = out.at("next").as<int32_t>()[0];
+    if (tokens.size() < check) tokens.push_back(token);
+    for (auto& [name, t] : caches) t = out.at(name);
+    pos = (pos + 1) % ctx;
+  }
+  state.counters["tokens/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+  return tokens;
+}
+
+int64_t decode_ctx(const std::string& model) { return model == "llama1b" ? 32 : 64; }
+
+void reference_decode(benchmark::State& state, const std::string& model) {
+  const Workload& w = workload(model);
+  ReferenceRunner runner(w.spec, w.weights);
+  decode_steps(state, runner, w.spec, decode_ctx(model));
+}
+
+void oracle_decode(benchmark::State& state, const std::string& model) {
+  const Workload& w = workload(model);
+  Oracle oracle(w.spec, w.weights);
+  decode_steps(state, oracle, w.spec, decode_ctx(model));
+}
+
+void plain_decode(benchmark::State& state, const std::string& model) {
+  const Workload& w = workload(model);
+  const int64_t ctx = decode_ctx(model);
+  PlainDecoder plain(w.spec, w.weights, ctx);
+  int32_t token = 1;
+  int64_t pos = 0;
+  for (auto _ : state) {
+    const std::vector<float>& logits = plain.forward(token, pos);
+    token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    pos = (pos + 1) % ctx;
+  }
+  state.counters["tokens/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// Decode at a fixed ctx, for the growth of a step's time with the cache's capacity.
+void reference_decode_ctx(benchmark::State& state) {
+  const Workload& w = workload("stories260K");
+  ReferenceRunner runner(w.spec, w.weights);
+  decode_steps(state, runner, w.spec, state.range(0));
+}
+
+// Prefill of `rows` rows from position 0 into a cache of exactly that many positions.
+void reference_prefill(benchmark::State& state, const std::string& model) {
+  const Workload& w = workload(model);
+  const int64_t rows = state.range(0);
+  const Cut cut = Cut::prefill(rows, rows);
+  ReferenceRunner runner(w.spec, w.weights);
+  TensorMap in = zero_caches(w.spec, cut);
+  std::vector<int32_t> tokens(static_cast<size_t>(rows));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 1) % size_t(w.spec.vocab));
+  in["tokens"] = Tensor::of_i32({rows}, tokens);
+  in["pos"] = Tensor::scalar_i32(0);
+  for (auto _ : state) benchmark::DoNotOptimize(runner.run(cut, in));
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(state.iterations() * rows), benchmark::Counter::kIsRate);
+}
+
+// The property catalog at 100 cases each, as `cutcheck check` runs it.
+void check_catalog(benchmark::State& state) {
+  Subject subject = Subject::reference();
+  int64_t cases = 0;
+  for (auto _ : state)
+    for (const Property& p : catalog()) cases += check(p, subject, {100, 1}).cases;
+  state.counters["cases/s"] = benchmark::Counter(double(cases), benchmark::Counter::kIsRate);
+}
+
+// The plain loops must compute what the reference computes, or the comparison means nothing.
+void plain_agrees(benchmark::State& state) {
+  const Workload& w = workload("stories260K");
+  ReferenceRunner runner(w.spec, w.weights);
+  PlainDecoder plain(w.spec, w.weights, 64);
+  std::vector<int32_t> reference = decode_steps(state, runner, w.spec, 64, 16);
+  int32_t token = 1;
+  for (size_t pos = 0; pos < reference.size(); ++pos) {
+    const std::vector<float>& logits = plain.forward(token, int64_t(pos));
+    token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (token != reference[pos]) state.SkipWithError("the plain loops and the reference disagree");
+  }
+}
+
+void register_all() {
+  benchmark::RegisterBenchmark("sanity/plain_agrees_with_reference", plain_agrees)->Iterations(16);
+  for (std::string model : {"stories260K", "bench512", "llama1b"}) {
+    const bool big = model == "llama1b";
+    auto iterations = [&](benchmark::internal::Benchmark* b) {
+      if (big) b->Iterations(3);
+      b->Unit(benchmark::kMillisecond);
+    };
+    iterations(benchmark::RegisterBenchmark(("decode/plain/" + model).c_str(), plain_decode, model));
+    iterations(benchmark::RegisterBenchmark(("decode/reference/" + model).c_str(), reference_decode, model));
+    iterations(benchmark::RegisterBenchmark(("decode/oracle/" + model).c_str(), oracle_decode, model));
+  }
+  benchmark::RegisterBenchmark("prefill/reference/stories260K", reference_prefill, std::string("stories260K"))
+      ->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("prefill/reference/bench512", reference_prefill, std::string("bench512"))
+      ->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("growth/decode_ctx/stories260K", reference_decode_ctx)
+      ->Arg(64)->Arg(128)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("check/catalog_100_cases", check_catalog)->Iterations(1)->Unit(benchmark::kSecond);
+}
+
+}  // namespace
+}  // namespace cutcheck::bench
+
+int main(int argc, char** argv) {
+  cutcheck::bench::register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
