@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "conform/process.h"
+#include "core/process.h"
 #include "core/safetensors.h"
 #include "harness/folder.h"
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "harness/generate.h"
+#include "conform/backend_runner.h"
 #include "harness/split.h"
 #include "model/weights.h"
 #include "tools/commands.h"
@@ -11,7 +12,7 @@ namespace cutcheck::cli {
 
 void add_generate(CLI::App& app) {
   struct Args {
-    std::string spec, weights, prompt = "1", via = "auto";
+    std::string spec, weights, prompt = "1", via = "auto", backend;
     int64_t steps = 16, ctx = 0, tp = 1;
     uint64_t seed = 0;
   };
@@ -27,12 +28,24 @@ void add_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tp", args->tp, "split every step over this many chips (through Decode, or Batch with --via batch)")
       ->capture_default_str();
+  cmd->add_option("--backend", args->backend,
+                  "generate through a backend command instead (the conformance protocol), e.g. 'cutcheck-mlir run'");
   cmd->callback([args] {
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
     std::unique_ptr<CutRunner> runner;
-    if (args->tp == 1) {
+    std::unique_ptr<Backend> backend;
+    fs::path work;
+    if (!args->backend.empty()) {
+      if (args->weights.empty()) throw Error("--backend needs --weights: the backend reads weights from files");
+      if (args->tp != 1) throw NotYet("--backend with --tp: split programs go to the backend as chip folders; not yet");
+      char pattern[] = "/tmp/cutcheck-generate-XXXXXX";
+      if (!mkdtemp(pattern)) throw IoError("cannot create a temporary folder");
+      work = pattern;
+      backend = std::make_unique<CommandBackend>(args->backend, 600);
+      runner = std::make_unique<BackendRunner>(*backend, spec, args->weights, work);
+    } else if (args->tp == 1) {
       runner = std::make_unique<ReferenceRunner>(spec, std::move(weights));
     } else {
       if (options.via == Via::automatic) options.via = Via::decode;
@@ -42,6 +55,7 @@ void add_generate(CLI::App& app) {
       runner = std::make_unique<SplitRunner>(spec, std::move(weights), args->tp);
     }
     Generation g = generate(*runner, spec, options);
+    if (!work.empty()) fs::remove_all(work);
     fmt::print("{}\n", fmt::join(g.tokens, " "));
   });
 }

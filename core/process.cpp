@@ -1,4 +1,4 @@
-#include "conform/process.h"
+#include "core/process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

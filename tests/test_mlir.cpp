@@ -1,0 +1,143 @@
+// The MLIR backend: every cut exports, verifies and compiles with Debian's MLIR 22, and
+// passes conformance; in spec precision bit for bit, in f32 within the tolerance; and
+// stories260K generates llama2.c's tokens through it.
+#include <gmock/gmock.h>
+
+#include <cstdlib>
+
+#include "author/author.h"
+#include "conform/backend_runner.h"
+#include "conform/campaign.h"
+#include "conform/report.h"
+#include "core/error.h"
+#include "core/process.h"
+#include "harness/generate.h"
+#include "mlir/compile.h"
+#include "model/llama2c.h"
+#include "model/weights.h"
+#include "program/folder.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+const std::string mlir_backend = CUTCHECK_MLIR_BACKEND;
+
+// Skips (saying why) where MLIR 22 is not installed, unless CUTCHECK_REQUIRE_MLIR is set,
+// as CI sets it: there a missing toolchain fails.
+#define REQUIRE_TOOLCHAIN()                                                                    \
+  std::string why_missing;                                                                     \
+  if (!Toolchain::find(&why_missing)) {                                                        \
+    if (std::getenv("CUTCHECK_REQUIRE_MLIR")) FAIL() << why_missing;                           \
+    GTEST_SKIP() << "MLIR 22 is not installed here: " << why_missing;                          \
+  }                                                                                            \
+  setenv("CUTCHECK_MLIR_CACHE", CUTCHECK_TEST_MLIR_CACHE, 1)
+
+ConformOptions campaign(int cases, const std::string& name) {
+  ConformOptions o;
+  o.cases = cases;
+  o.keep = test::temp_dir("mlir-" + name);
+  o.replay_prefix = "cutcheck conform --backend '" + mlir_backend + " run'";
+  return o;
+}
+
+double worst_abs(const ConformReport& r) {
+  double worst = 0;
+  for (const CaseResult& c : r.results)
+    for (const OutputError& e : c.errors) worst = std::max(worst, e.max_abs);
+  return worst;
+}
+
+TEST(Mlir, EveryCutOfTinyExportsAndVerifies) {
+  REQUIRE_TOOLCHAIN();
+  std::string why;
+  Toolchain tools = *Toolchain::find(&why);
+  fs::path dir = test::temp_dir("mlir-export");
+  for (CutKind kind : all_cut_kinds()) {
+    Cut cut{kind, 1, 3, 8};
+    Authored a = write(cut, builtin_spec("tiny"), "w");
+    for (MlirPrecision precision : {MlirPrecision::spec, MlirPrecision::f32}) {
+      MlirExport e = export_mlir(a.program, a.manifest, precision);
+      EXPECT_EQ(e.arguments, a.manifest.weights.size() + a.program.inputs.size());
+      write_file_atomic(dir / "p.mlir", e.text);
+      ProcessResult r = run_process(shell_quote(tools.mlir_opt.string()) + " " + shell_quote((dir / "p.mlir").string()), 60);
+      EXPECT_TRUE(r.ok()) << cut.str() << ": " << r.stderr_tail;
+    }
+  }
+}
+
+TEST(Mlir, EveryCutKindOfTinyConformsBitwise) {
+  REQUIRE_TOOLCHAIN();
+  CommandBackend backend(mlir_backend + " run", 300);
+  for (CutKind kind : all_cut_kinds()) {
+    ConformOptions o = campaign(2, "tiny");
+    o.spec = builtin_spec("tiny");
+    o.kinds = {kind};
+    ConformReport r = conform(backend, o);
+    EXPECT_TRUE(r.passed()) << summary_table(r);
+    EXPECT_EQ(worst_abs(r), 0.0) << cut_kind_name(kind) << " differs from the reference";
+  }
+}
+
+TEST(Mlir, EveryCutKindOfStoriesConforms) {
+  REQUIRE_TOOLCHAIN();
+  CommandBackend backend(mlir_backend + " run", 300);
+  for (CutKind kind : all_cut_kinds()) {
+    ConformOptions o = campaign(1, "stories");
+    o.spec = builtin_spec("stories260K");
+    o.kinds = {kind};
+    ConformReport r = conform(backend, o);
+    EXPECT_TRUE(r.passed()) << summary_table(r);
+    EXPECT_EQ(worst_abs(r), 0.0) << cut_kind_name(kind);
+  }
+}
+
+TEST(Mlir, RandomSpecsConformBitwiseInSpecPrecisionAndWithinToleranceInF32) {
+  REQUIRE_TOOLCHAIN();
+  CommandBackend spec(mlir_backend + " run", 300), f32(mlir_backend + " run --precision f32", 300);
+  ConformReport exact = conform(spec, campaign(12, "random"));
+  EXPECT_TRUE(exact.passed()) << summary_table(exact);
+  EXPECT_EQ(worst_abs(exact), 0.0);
+  ConformReport loose = conform(f32, campaign(12, "random-f32"));
+  EXPECT_TRUE(loose.passed()) << summary_table(loose);
+  std::printf("f32 lowering, worst abs error over 12 cases: %.3g\n", worst_abs(loose));
+}
+
+TEST(Mlir, SplitsAreNotSupported) {
+  REQUIRE_TOOLCHAIN();
+  CommandBackend backend(mlir_backend + " run", 300);
+  ConformOptions o = campaign(3, "split");
+  o.tp = {2};
+  o.kinds = {CutKind::decode_layer};
+  ConformReport r = conform(backend, o);
+  EXPECT_EQ(r.count(Verdict::unsupported), 3);
+  EXPECT_THAT(r.results[0].failure, ::testing::HasSubstr("tp splits are not lowered"));
+}
+
+TEST(Mlir, CollectivesHaveNoExportAndSaySo) {
+  std::vector<Authored> chips = write_split(Cut::decode_layer(0, 4), builtin_spec("tiny"), "w", 2);
+  Program p = chips[0].program;
+  p.replica.reset();  // even without the chip line, the all_reduce has no MLIR form
+  try {
+    export_mlir(p, chips[0].manifest, MlirPrecision::spec);
+    FAIL();
+  } catch (const NotYet& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("%l0.attn_sum = all_reduce: collectives have no MLIR form"));
+  }
+}
+
+TEST(Mlir, StoriesGeneratesLlama2cTokensThroughMlir) {
+  REQUIRE_TOOLCHAIN();
+  SKIP_WITHOUT_SHARED(shared);
+  Json fixture = parse_json(read_file(shared / "fixtures" / "stories260K-greedy.json"), "fixture");
+  fs::path dir = test::temp_dir("mlir-stories");
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  write_weights(dir / "weights", m.weights, m.spec);
+  CommandBackend backend(mlir_backend + " run", 300);
+  BackendRunner runner(backend, m.spec, dir / "weights", dir / "programs");
+  Generation g = generate(runner, m.spec, {{1}, 64, 0, Via::decode});
+  EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>());
+}
+
+}  // namespace
+}  // namespace cutcheck
