@@ -52,12 +52,21 @@ std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join
 
 std::string TensorType::str() const { return fmt::format("{}{}", dtype_name(dtype), shape_str(shape)); }
 
-Tensor::Tensor(TensorType type) : type_(std::move(type)), elements_(type_.elements()), writable_(true) {
-  uint64_t n = bytes();
-  check_memory(n, fmt::format("a tensor of type {}", type_.str()));
-  auto buffer = std::shared_ptr<std::byte[]>(new std::byte[n == 0 ? 1 : n]());
-  data_ = buffer.get();
-  storage_ = std::move(buffer);
+Tensor::Tensor(TensorType type) : Tensor(uninitialized(std::move(type))) {
+  if (bytes() > 0) std::memset(data_, 0, bytes());
+}
+
+Tensor Tensor::uninitialized(TensorType type) {
+  Tensor t;
+  t.type_ = std::move(type);
+  t.elements_ = t.type_.elements();
+  t.writable_ = true;
+  uint64_t n = t.bytes();
+  check_memory(n, fmt::format("a tensor of type {}", t.type_.str()));
+  auto buffer = std::shared_ptr<std::byte[]>(new std::byte[n == 0 ? 1 : n]);
+  t.data_ = buffer.get();
+  t.storage_ = std::move(buffer);
+  return t;
 }
 
 Tensor Tensor::view(TensorType type, const std::byte* data, std::shared_ptr<const void> keepalive) {
@@ -93,7 +102,7 @@ std::span<std::byte> Tensor::raw_mut() {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t(type_);
+  Tensor t = uninitialized(type_);
   if (bytes() > 0) std::memcpy(t.data_, data_, bytes());
   return t;
 }

@@ -75,6 +75,8 @@ class Tensor {
 
   // A writable deep copy.
   Tensor clone() const;
+  // Owned storage whose bytes the caller writes before reading: not zero-filled.
+  static Tensor uninitialized(TensorType type);
   // Same bytes, new shape of equal element count.
   Tensor reshaped(Shape shape) const;
 
