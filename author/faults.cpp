@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/named.h"
 
 namespace cutcheck {
 
@@ -23,14 +23,7 @@ const std::vector<FaultInfo>& author_faults() {
   return table;
 }
 
-Fault find_fault(const std::string& name) {
-  std::vector<std::string> names;
-  for (const FaultInfo& f : author_faults()) {
-    if (f.name == name) return f.fault;
-    names.push_back(f.name);
-  }
-  throw Error(fmt::format("unknown fault '{}' (known: {})", name, fmt::join(names, ", ")));
-}
+Fault find_fault(const std::string& name) { return find_named(author_faults(), name, "fault").fault; }
 
 std::string fault_name(Fault fault) {
   for (const FaultInfo& f : author_faults())

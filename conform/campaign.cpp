@@ -11,6 +11,7 @@
 
 #include "author/author.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/compose.h"
 #include "harness/runner.h"
@@ -63,13 +64,6 @@ class Silent : public rc::detail::TestListener {
   void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
 };
-
-uint64_t mix(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // Writes the program folder of `cut` (split when tp > 1) reading weights from `weights`.
 void write_program(const Cut& cut, const ModelSpec& spec, int64_t tp, const fs::path& weights, const fs::path& folder) {
@@ -274,7 +268,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
   for (int i = 0; i < o.cases; ++i) {
     rc::detail::TestMetadata metadata{fmt::format("case {}", i), "conformance"};
     rc::detail::TestParams params;
-    params.seed = mix(o.seed, uint64_t(i));
+    params.seed = mix64(o.seed, uint64_t(i));
     params.maxSuccess = 1;
     params.disableShrinking = true;
     Silent listener;

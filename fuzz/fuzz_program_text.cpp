@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
-#include "program/random_inputs.h"
+#include "program/inputs.h"
 #include "program/text.h"
 #include "program/verifier.h"
 #include "reference/interpreter.h"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/named.h"
 
 namespace cutcheck {
 
@@ -18,13 +18,6 @@ const std::vector<FaultSpec>& fault_catalog() {
   return catalog;
 }
 
-const FaultSpec& find_fault_spec(const std::string& name) {
-  std::vector<std::string> names;
-  for (const FaultSpec& f : fault_catalog()) {
-    if (f.name == name) return f;
-    names.push_back(f.name);
-  }
-  throw Error(fmt::format("unknown fault '{}' (known: {})", name, fmt::join(names, ", ")));
-}
+const FaultSpec& find_fault_spec(const std::string& name) { return find_named(fault_catalog(), name, "fault"); }
 
 }  // namespace cutcheck

@@ -6,41 +6,31 @@
 #include "core/error.h"
 #include "harness/split.h"
 #include "program/folder.h"
-#include "program/random_inputs.h"
+#include "program/inputs.h"
 #include "program/split.h"
 
 namespace cutcheck {
 
-FolderRun FolderRun::open(const fs::path& dir, RunOptions options) {
+FolderRun FolderRun::open(const fs::path& dir, RunOptions options) { return open(dir, options, nullptr); }
+
+FolderRun FolderRun::open_with_fault(const fs::path& dir, const FaultSpec& fault) { return open(dir, fault.run, &fault); }
+
+FolderRun FolderRun::open(const fs::path& dir, RunOptions options, const FaultSpec* fault) {
   std::vector<fs::path> folders = chip_folders(dir);
   if (folders.empty()) folders.push_back(dir);
   FolderRun r;
   std::vector<const Program*> programs;
   for (const fs::path& f : folders) {
     ProgramFolder folder = ProgramFolder::read(f);
+    if (fault) {  // the same cut, authored with the fault, on the same weights
+      About about = read_about(folder.manifest.about, (f / "manifest.json").string());
+      AuthorOptions author{fault->author};
+      folder.program = folder.program.replica ? author_chip_program(about.cut, about.spec, about.tp, about.chip, author)
+                                              : author_program(about.cut, about.spec, author);
+      verify_manifest(folder.program, folder.manifest, (f / "manifest.json").string());
+    }
     TensorMap weights = load_weights(folder.manifest, f);
     r.chips_.push_back(std::make_unique<Executable>(std::move(folder.program), std::move(weights), options));
-    programs.push_back(&r.chips_.back()->program());
-  }
-  if (r.split()) verify_split(programs, dir.string());
-  return r;
-}
-
-FolderRun FolderRun::open_with_fault(const fs::path& dir, const FaultSpec& fault) {
-  std::vector<fs::path> folders = chip_folders(dir);
-  if (folders.empty()) folders.push_back(dir);
-  FolderRun r;
-  std::vector<const Program*> programs;
-  for (const fs::path& f : folders) {
-    ProgramFolder folder = ProgramFolder::read(f);
-    About about = read_about(folder.manifest.about, (f / "manifest.json").string());
-    AuthorOptions options{fault.author};
-    Program program = about.tp == 1 && !folder.program.replica
-                          ? author_program(about.cut, about.spec, options)
-                          : author_chip_program(about.cut, about.spec, about.tp, about.chip, options);
-    verify_manifest(program, folder.manifest, (f / "manifest.json").string());
-    TensorMap weights = load_weights(folder.manifest, f);
-    r.chips_.push_back(std::make_unique<Executable>(std::move(program), std::move(weights), fault.run));
     programs.push_back(&r.chips_.back()->program());
   }
   if (r.split()) verify_split(programs, dir.string());

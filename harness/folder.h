@@ -24,6 +24,7 @@ class FolderRun {
   size_t chips() const { return chips_.size(); }
 
  private:
+  static FolderRun open(const fs::path& dir, RunOptions options, const FaultSpec* fault);
   std::vector<std::unique_ptr<Executable>> chips_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/process.h"
+#include "core/random.h"
 
 namespace cutcheck {
 namespace {
@@ -33,12 +34,6 @@ std::optional<fs::path> locate(const std::string& tool, std::initializer_list<fs
     }
   }
   return std::nullopt;
-}
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
 }
 
 // The entry point: one pointer to an array of memref descriptors, in the C interface's order.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "core/safetensors.h"
 
 namespace cutcheck {
@@ -46,25 +47,6 @@ std::vector<WeightInfo> weight_layout(const ModelSpec& spec) {
 
 namespace {
 
-// splitmix64: tiny, fast, and the same on every platform.
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1), exactly representable, from the top 24 bits.
-  float symmetric() { return float(int32_t(next() >> 40) - (1 << 23)) * 0x1p-23f; }
-};
-
-uint64_t name_hash(const std::string& name) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 bool is_norm(const std::string& name) {
   return name == weight::final_norm() || name.ends_with("_norm");
 }
@@ -81,7 +63,7 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
     double sd = 1.0 / std::sqrt(fan_in);
     if (w.name.ends_with(".wo") || w.name.ends_with(".w2")) sd *= residual;
     Tensor t({DType::f32, w.shape});
-    SplitMix rng{seed ^ name_hash(w.name)};
+    SplitMix64 rng{seed ^ fnv1a(w.name)};
     float half_width = float(std::sqrt(3.0) * sd);
     for (float& v : t.as_mut<float>()) v = is_norm(w.name) ? 1.0f + 0.5f * rng.symmetric() : half_width * rng.symmetric();
     out.emplace(w.name, std::move(t));

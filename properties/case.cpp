@@ -6,20 +6,14 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "model/signature.h"
 
 namespace cutcheck {
 namespace {
 
-struct Stream {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return float(int32_t(next() >> 40) - (1 << 23)) * 0x1p-23f; }  // [-1, 1)
+struct Stream : SplitMix64 {
+  float uniform() { return symmetric(); }
   float garbage() {
     switch (next() % 8) {
       case 0: return NAN;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/named.h"
 #include "harness/compose.h"
 #include "model/signature.h"
 #include "model/weights.h"
@@ -166,6 +167,16 @@ void dir_independence(const Subject& s) {
 
 // --- round trips ---------------------------------------------------------------------------
 
+// What `read_back` gives, or a failure saying what did not read back.
+template <class ReadBack>
+auto reads_back(ReadBack read_back, const std::string& what) {
+  try {
+    return read_back();
+  } catch (const Error& e) {
+    RC_FAIL(fmt::format("{} does not read back: {}", what, e.what()));
+  }
+}
+
 void program_round_trip(const Subject& s) {
   const Case c = *gen_case(all_cut_kinds());
   const Authored a = s.write(c.cut, c.spec, "w");
@@ -178,35 +189,20 @@ void program_round_trip(const Subject& s) {
 void cut_round_trip(const Subject& s) {
   const Case c = *gen_case(all_cut_kinds());
   const std::string text = s.cut_text(c.cut);
-  Cut back;
-  try {
-    back = s.parse_cut(text);
-  } catch (const Error& e) {
-    RC_FAIL(fmt::format("'{}' does not parse: {}", text, e.what()));
-  }
+  const Cut back = reads_back([&] { return s.parse_cut(text); }, fmt::format("'{}'", text));
   if (!(back == c.cut) || s.cut_text(back) != text)
     RC_FAIL(fmt::format("'{}' parses back as '{}', not as {}", text, back.str(), c.cut.str()));
 }
 
 void spec_round_trip(const Subject& s) {
   const ModelSpec spec = *gen_spec();
-  ModelSpec back;
-  try {
-    back = s.parse_spec(s.spec_text(spec));
-  } catch (const Error& e) {
-    RC_FAIL(fmt::format("the JSON of {} does not read back: {}", spec.summary(), e.what()));
-  }
+  const ModelSpec back = reads_back([&] { return s.parse_spec(s.spec_text(spec)); }, "the JSON of " + spec.summary());
   if (!(back == spec)) RC_FAIL(fmt::format("{} reads back as {}", spec.summary(), back.summary()));
 }
 
 void safetensors_round_trip(const Subject& s) {
   const TensorMap tensors = *gen_tensor_map();
-  TensorMap back;
-  try {
-    back = s.decode(s.encode(tensors));
-  } catch (const Error& e) {
-    RC_FAIL(fmt::format("an encoded file does not read back: {}", e.what()));
-  }
+  const TensorMap back = reads_back([&] { return s.decode(s.encode(tensors)); }, "an encoded file");
   expect_same(tensors, back, "safetensors written and read");
 }
 
@@ -318,13 +314,6 @@ const std::vector<Property>& catalog() {
   return properties;
 }
 
-const Property& find_property(const std::string& name) {
-  std::vector<std::string> names;
-  for (const Property& p : catalog()) {
-    if (p.name == name) return p;
-    names.push_back(p.name);
-  }
-  throw Error(fmt::format("no property named '{}' (known: {})", name, fmt::join(names, ", ")));
-}
+const Property& find_property(const std::string& name) { return find_named(catalog(), name, "property"); }
 
 }  // namespace cutcheck

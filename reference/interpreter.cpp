@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <set>
 
 #include "core/error.h"
+#include "program/inputs.h"
 
 namespace cutcheck {
 namespace {
@@ -48,32 +48,8 @@ void Executable::finish(Step& step) const {
   if (options_.round_to_bf16 && step.result->dtype() == DType::f32) round_to_bf16(*step.result);
 }
 
-void Executable::check_inputs(const TensorMap& inputs) const {
-  std::set<std::string> declared;
-  for (const InputDecl& in : program_.inputs) {
-    const std::string& name = program_.name(in.value);
-    declared.insert(name);
-    auto it = inputs.find(name);
-    if (it == inputs.end()) throw InputError(fmt::format("input '{}' ({}) was not given", name, program_.type(in.value).str()));
-    const Tensor& t = it->second;
-    if (t.type() != program_.type(in.value))
-      throw InputError(fmt::format("input '{}' is {}, the program declares {}", name, t.type().str(),
-                                   program_.type(in.value).str()));
-    if (in.range) {
-      auto values = t.as<int32_t>();
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (values[i] < in.range->first || values[i] > in.range->second)
-          throw InputError(fmt::format("input '{}' holds {} at element {}, outside its range [{}, {}]", name, values[i],
-                                       i, in.range->first, in.range->second));
-      }
-    }
-  }
-  for (const auto& [name, t] : inputs)
-    if (!declared.count(name)) throw InputError(fmt::format("input '{}' is not an input of the program", name));
-}
-
 void Executable::bind(const TensorMap& inputs) {
-  check_inputs(inputs);
+  check_inputs(program_, inputs);
   for (const InputDecl& in : program_.inputs) slots_[size_t(in.value)] = inputs.at(program_.name(in.value));
   next_ = 0;
   at_collective_ = false;

@@ -50,7 +50,6 @@ class Executable {
     Tensor* result;
   };
 
-  void check_inputs(const TensorMap& inputs) const;
   void finish(Step& step) const;
 
   Program program_;

@@ -9,7 +9,7 @@
 #include "harness/runner.h"
 #include "model/signature.h"
 #include "model/weights.h"
-#include "program/random_inputs.h"
+#include "program/inputs.h"
 #include "program/text.h"
 #include "tests/helpers.h"
 

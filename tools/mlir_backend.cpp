@@ -12,6 +12,7 @@
 #include "mlir/compile.h"
 #include "mlir/runtime.h"
 #include "program/folder.h"
+#include "program/inputs.h"
 
 namespace cutcheck {
 namespace {
@@ -20,25 +21,6 @@ MlirPrecision precision_named(const std::string& name) {
   if (name == "spec") return MlirPrecision::spec;
   if (name == "f32") return MlirPrecision::f32;
   throw Error(fmt::format("--precision '{}': choose spec or f32", name));
-}
-
-// The inputs the program declares, checked as the reference checks them.
-std::vector<const Tensor*> program_inputs(const Program& p, const TensorMap& inputs) {
-  std::vector<const Tensor*> out;
-  for (const InputDecl& in : p.inputs) {
-    const std::string& name = p.name(in.value);
-    auto it = inputs.find(name);
-    if (it == inputs.end()) throw InputError(fmt::format("input '{}' was not given", name));
-    if (it->second.type() != p.type(in.value))
-      throw InputError(fmt::format("input '{}' is {}, the program declares {}", name, it->second.type().str(),
-                                   p.type(in.value).str()));
-    if (in.range)
-      for (int32_t v : it->second.as<int32_t>())
-        if (v < in.range->first || v > in.range->second)
-          throw InputError(fmt::format("input '{}' holds {}, outside [{}, {}]", name, v, in.range->first, in.range->second));
-    out.push_back(&it->second);
-  }
-  return out;
 }
 
 void run(const std::string& folder, const std::string& inputs_file, const std::string& outputs_file,
@@ -56,7 +38,8 @@ void run(const std::string& folder, const std::string& inputs_file, const std::s
   const TensorMap inputs = read_safetensors(inputs_file).tensors;
   std::vector<const Tensor*> arguments;
   for (const ManifestWeight& w : f.manifest.weights) arguments.push_back(&weights.at(w.name));
-  for (const Tensor* t : program_inputs(f.program, inputs)) arguments.push_back(t);
+  check_inputs(f.program, inputs);  // as the reference checks them
+  for (const InputDecl& in : f.program.inputs) arguments.push_back(&inputs.at(f.program.name(in.value)));
   std::vector<TensorType> result_types;
   for (const OutputDecl& o : f.program.outputs) result_types.push_back(f.program.type(o.value));
 
