@@ -46,9 +46,11 @@ std::vector<int32_t> decode_steps(benchmark::State& state, CutRunner& runner, co
 
 int64_t decode_ctx(const std::string& model) { return model == "llama1b" ? 32 : 64; }
 
-void reference_decode(benchmark::State& state, const std::string& model) {
+void reference_decode(benchmark::State& state, const std::string& model, int threads) {
   const Workload& w = workload(model);
-  ReferenceRunner runner(w.spec, w.weights);
+  RunOptions run;
+  run.threads = threads;
+  ReferenceRunner runner(w.spec, w.weights, AuthorOptions{}, run);
   decode_steps(state, runner, w.spec, decode_ctx(model));
 }
 
@@ -127,7 +129,8 @@ void register_all() {
       b->Unit(benchmark::kMillisecond);
     };
     iterations(benchmark::RegisterBenchmark(("decode/plain/" + model).c_str(), plain_decode, model));
-    iterations(benchmark::RegisterBenchmark(("decode/reference/" + model).c_str(), reference_decode, model));
+    iterations(benchmark::RegisterBenchmark(("decode/reference/" + model).c_str(), reference_decode, model, 1));
+    iterations(benchmark::RegisterBenchmark(("decode/reference_2_threads/" + model).c_str(), reference_decode, model, 2));
     iterations(benchmark::RegisterBenchmark(("decode/oracle/" + model).c_str(), oracle_decode, model));
   }
   benchmark::RegisterBenchmark("prefill/reference/stories260K", reference_prefill, std::string("stories260K"))

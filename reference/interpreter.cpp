@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "program/inputs.h"
+#include "reference/parallel.h"
 
 namespace cutcheck {
 namespace {
@@ -44,6 +45,7 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
 }
 
 void Executable::finish(Step& step) const {
+  KernelThreads threads(options_.threads);
   step.kernel(*step.op, step.operands, *step.result);
   if (options_.round_to_bf16 && step.result->dtype() == DType::f32) round_to_bf16(*step.result);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "reference/index.h"
+#include "reference/parallel.h"
 #include "reference/kernels.h"
 
 namespace cutcheck {
@@ -143,38 +144,38 @@ void eval_dot_general(const Operation& op, Operands in, Tensor& out) {
   const int64_t n = rank == 0 ? 1 : out.shape().back();
   const int64_t step_l = rank == 0 ? 0 : res_l[size_t(rank - 1)], step_r = rank == 0 ? 0 : res_r[size_t(rank - 1)];
   const bool contiguous = contracted == 1 && con_l[0] == 1 && con_r[0] == 1;
-  thread_local std::vector<double> wide;  // grows once, then is reused: no allocation per run
-  if (contiguous && wide.size() < size_t(5 * terms)) wide.resize(size_t(5 * terms));
-  Odometer outer(out.shape().data(), std::max(rank - 1, 0));
-  size_t o = 0;
-  do {
-    const int64_t base_l = offset(outer, res_l), base_r = offset(outer, res_r);
-    int64_t j = 0;
-    if (contiguous) {
-      double* xd = wide.data();
-      double* wd = xd + terms;
-      for (; j + 4 <= n; j += 4) {
-        if (j == 0 || step_l != 0)
-          for (int64_t k = 0; k < terms; ++k) xd[k] = double(x[base_l + j * step_l + k]);
+  const int64_t blocks = (n + 3) / 4, rows = out.elements() / n;
+
+  // Blocks [begin, end) of one result row: the row's element j sits at y[row * n + j].
+  auto row_blocks = [&](int64_t row, int64_t base_l, int64_t base_r, int64_t begin, int64_t end) {
+    thread_local std::vector<double> wide;  // grows once per thread, then is reused
+    const bool widened = contiguous && step_l == 0;  // one lhs row for all four: widen it once
+    if (widened && wide.size() < size_t(5 * terms)) wide.resize(size_t(5 * terms));
+    double* xd = wide.data();
+    double* wd = xd + terms;
+    if (widened)
+      for (int64_t k = 0; k < terms; ++k) xd[k] = double(x[base_l + k]);
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t j = 4 * b;
+      float* yj = y + row * n + j;
+      if (j + 4 > n) {  // the last, partial block
+        for (int64_t i = j; i < n; ++i) y[row * n + i] = element(base_l + i * step_l, base_r + i * step_r);
+        continue;
+      }
+      if (widened) {
         for (int i = 0; i < 4; ++i)
           for (int64_t k = 0; k < terms; ++k) wd[i * terms + k] = double(w[base_r + (j + i) * step_r + k]);
         const double *w0 = wd, *w1 = wd + terms, *w2 = wd + 2 * terms, *w3 = wd + 3 * terms;
-        if (step_l == 0) {  // one lhs row for all four
-          double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-          for (int64_t k = 0; k < terms; ++k) {
-            a0 += xd[k] * w0[k];
-            a1 += xd[k] * w1[k];
-            a2 += xd[k] * w2[k];
-            a3 += xd[k] * w3[k];
-          }
-          y[o++] = float(a0), y[o++] = float(a1), y[o++] = float(a2), y[o++] = float(a3);
-        } else {
-          for (int i = 0; i < 4; ++i) y[o++] = element(base_l + (j + i) * step_l, base_r + (j + i) * step_r);
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (int64_t k = 0; k < terms; ++k) {
+          a0 += xd[k] * w0[k];
+          a1 += xd[k] * w1[k];
+          a2 += xd[k] * w2[k];
+          a3 += xd[k] * w3[k];
         }
-      }
-    } else if (contracted == 1) {
-      const int64_t sl = con_l[0], sr = con_r[0];
-      for (; j + 4 <= n; j += 4) {
+        yj[0] = float(a0), yj[1] = float(a1), yj[2] = float(a2), yj[3] = float(a3);
+      } else if (contracted == 1) {
+        const int64_t sl = con_l[0], sr = con_r[0];
         const float* xs = x + base_l + j * step_l;
         const float* ws = w + base_r + j * step_r;
         double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -186,11 +187,39 @@ void eval_dot_general(const Operation& op, Operands in, Tensor& out) {
           a2 += double(xk[2 * step_l]) * double(wk[2 * step_r]);
           a3 += double(xk[3 * step_l]) * double(wk[3 * step_r]);
         }
-        y[o++] = float(a0), y[o++] = float(a1), y[o++] = float(a2), y[o++] = float(a3);
+        yj[0] = float(a0), yj[1] = float(a1), yj[2] = float(a2), yj[3] = float(a3);
+      } else {
+        for (int i = 0; i < 4; ++i) yj[i] = element(base_l + (j + i) * step_l, base_r + (j + i) * step_r);
       }
     }
-    for (; j < n; ++j) y[o++] = element(base_l + j * step_l, base_r + j * step_r);
-  } while (outer.next());
+  };
+
+  // The rows' offsets: row-major over the result's leading dimensions.
+  auto bases = [&](int64_t row, int64_t& base_l, int64_t& base_r) {
+    base_l = base_r = 0;
+    for (int d = rank - 2; d >= 0; --d) {
+      const int64_t size = out.shape()[size_t(d)], at = row % size;
+      row /= size;
+      base_l += at * res_l[size_t(d)];
+      base_r += at * res_r[size_t(d)];
+    }
+  };
+
+  // Threads (when asked for) take rows, or for a single row its blocks.
+  const double cost = double(terms) * 4;
+  if (rows == 1) {
+    int64_t base_l, base_r;
+    bases(0, base_l, base_r);
+    parallel_for(blocks, cost, [&](int64_t begin, int64_t end) { row_blocks(0, base_l, base_r, begin, end); });
+  } else {
+    parallel_for(rows, cost * double(blocks), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t base_l, base_r;
+        bases(row, base_l, base_r);
+        row_blocks(row, base_l, base_r, 0, blocks);
+      }
+    });
+  }
 }
 
 }  // namespace cutcheck

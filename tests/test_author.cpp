@@ -50,6 +50,19 @@ TEST_P(EveryCut, AuthorsVerifiesAndRuns) {
 
 INSTANTIATE_TEST_SUITE_P(Specs, EveryCut, ::testing::Values("tiny", "stories260K"));
 
+TEST(Run, ThreadsGiveTheSameBits) {
+  ModelSpec spec = builtin_spec("stories260K");
+  spec.vocab = 4096;  // a head large enough to be split between threads
+  const TensorMap weights = synthetic_weights(spec, 2);
+  const Cut cut = Cut::batch(3, 16);
+  const Program program = authored_program(cut, spec);
+  const TensorMap in = random_inputs(program, 4);
+  RunOptions two;
+  two.threads = 2;
+  TensorMap one_thread = Executable(program, weights).run(in), two_threads = Executable(program, weights, two).run(in);
+  for (const auto& [name, t] : one_thread) EXPECT_TRUE(t.same_bits(two_threads.at(name))) << name;
+}
+
 TEST(Author, TextDoesNotDependOnTheWeightsFolder) {
   ModelSpec spec = builtin_spec("tiny");
   for (CutKind kind : all_cut_kinds()) {

@@ -14,6 +14,7 @@ void add_generate(CLI::App& app) {
   struct Args {
     std::string spec, weights, prompt = "1", via = "auto", backend;
     int64_t steps = 16, ctx = 0, tp = 1;
+    int threads = 1;
     uint64_t seed = 0;
   };
   auto args = std::make_shared<Args>();
@@ -27,6 +28,8 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--via", args->via, "cut path: auto (prefill, then decode), decode, prefill, batch or pieces")
       ->capture_default_str();
   cmd->add_option("--tp", args->tp, "split every step over this many chips (through Decode, or Batch with --via batch)")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->threads, "threads for large contractions (the same tokens whatever the count)")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend,
                   "generate through a backend command instead (the conformance protocol), e.g. 'cutcheck-mlir run'");
@@ -46,7 +49,9 @@ void add_generate(CLI::App& app) {
       backend = std::make_unique<CommandBackend>(args->backend, 600);
       runner = std::make_unique<BackendRunner>(*backend, spec, args->weights, work);
     } else if (args->tp == 1) {
-      runner = std::make_unique<ReferenceRunner>(spec, std::move(weights));
+      RunOptions run;
+      run.threads = args->threads;
+      runner = std::make_unique<ReferenceRunner>(spec, std::move(weights), AuthorOptions{}, run);
     } else {
       if (options.via == Via::automatic) options.via = Via::decode;
       if (options.via != Via::decode && options.via != Via::batch)

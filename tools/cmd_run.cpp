@@ -9,6 +9,7 @@ namespace cutcheck::cli {
 void add_run(CLI::App& app) {
   struct Args {
     std::string folder, inputs, outputs, fault;
+    int threads = 1;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("run", "run an authored program (or the chips of a split) on the reference interpreter");
@@ -19,8 +20,12 @@ void add_run(CLI::App& app) {
   std::string faults;
   for (const FaultSpec& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
   cmd->add_option("--fault", args->fault, "misbehave as a buggy backend would, to test a harness:" + faults);
+  cmd->add_option("--threads", args->threads, "threads for large contractions (the same bits whatever the count)")
+      ->capture_default_str();
   cmd->callback([args] {
-    FolderRun program = args->fault.empty() ? FolderRun::open(args->folder)
+    RunOptions options;
+    options.threads = args->threads;
+    FolderRun program = args->fault.empty() ? FolderRun::open(args->folder, options)
                                             : FolderRun::open_with_fault(args->folder, find_fault_spec(args->fault));
     write_safetensors(args->outputs, program.run(read_safetensors(args->inputs).tensors));
   });

@@ -24,10 +24,13 @@ for via in auto decode prefill batch pieces; do
 done
 
 step "$cutcheck" check --cases 100
+step "$cutcheck" conform --backend "$cutcheck run" --cases 50 --tp 1 --tp 2
+step "$cutcheck" conform --backend "$root/build/release/cutcheck-mlir run" --spec tiny --cases 10
 
 model=${1:-$root/../shared/models/stories260K.bin}
 if [ -f "$model" ]; then
   step "$cutcheck" import-llama2c "$model" --out real
   step "$cutcheck" generate --spec real/spec.json --weights real --prompt 1 --steps 64
+  step "$cutcheck" generate --weights real --prompt 1 --steps 64 --tp 4
 fi
 printf '\nquickstart: done (files in %s)\n' "$work"

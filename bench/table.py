@@ -1,0 +1,58 @@
+"""Prints the benchmark table from a Google Benchmark JSON file and peak_memory's lines."""
+import json
+import sys
+
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+peaks = [json.loads(line) for line in open(sys.argv[2])]
+for b in runs:
+    if b.get("error_occurred"):
+        print(f"WARNING: {b['name']}: {b.get('error_message')}\n")
+
+
+def rate(name, counter="tokens/s"):
+    """The counter of the benchmark called `name` (fixed-iteration runs add /iterations:N)."""
+    for b in runs:
+        if (b["name"] == name or b["name"].startswith(name + "/iterations:")) and not b.get("error_occurred"):
+            return b.get(counter)
+    return None
+
+
+def fmt(v, digits=3):
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
+print("Decode, tokens per second (one Decode{ctx} step per token; ctx 64, llama1b 32):\n")
+print("| model | plain C loops | reference | reference, 2 threads | oracle | reference / plain |")
+print("|---|---|---|---|---|---|")
+for model in ("stories260K", "bench512", "llama1b"):
+    plain, ref = rate(f"decode/plain/{model}"), rate(f"decode/reference/{model}")
+    ref2, oracle = rate(f"decode/reference_2_threads/{model}"), rate(f"decode/oracle/{model}")
+    ratio = ref / plain if ref and plain else None
+    print(f"| {model} | {fmt(plain)} | {fmt(ref)} | {fmt(ref2)} | {fmt(oracle)} | {fmt(ratio, 2)}x |")
+
+print("\nPrefill, tokens per second (rows from position 0, ctx = rows):\n")
+print("| model | rows | tokens/s | time per row, relative to 16 rows |")
+print("|---|---|---|---|")
+for model, rows in (("stories260K", (16, 64, 256)), ("bench512", (16, 64))):
+    base = rate(f"prefill/reference/{model}/{rows[0]}")
+    for r in rows:
+        t = rate(f"prefill/reference/{model}/{r}")
+        print(f"| {model} | {r} | {fmt(t)} | {fmt(base / t if t and base else None, 2)} |")
+
+print("\nDecode time against ctx (stories260K; linear growth means time / ctx stays flat):\n")
+print("| ctx | ms per token | ms per token per 64 positions |")
+print("|---|---|---|")
+for ctx in (64, 128, 256, 512, 1024):
+    t = rate(f"growth/decode_ctx/stories260K/{ctx}")
+    if t:
+        print(f"| {ctx} | {1000 / t:.3f} | {1000 / t / (ctx / 64):.3f} |")
+
+cases = rate("check/catalog_100_cases", "cases/s")
+print(f"\nProperty catalog (`cutcheck check`, 100 cases of each property): {fmt(cases)} cases per second\n")
+
+print("Peak memory of decode (ctx 256), against weights plus kv caches:\n")
+print("| model | weights | caches | peak RSS | peak / (weights + caches) | s per token |")
+print("|---|---|---|---|---|---|")
+for p in peaks:
+    print(f"| {p['model']} | {p['weight_bytes'] / 2**20:.1f} MiB | {p['cache_bytes'] / 2**20:.1f} MiB | "
+          f"{p['peak_bytes'] / 2**20:.1f} MiB | {p['ratio']:.3f} | {p['seconds_per_token']:.3f} |")

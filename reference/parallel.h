@@ -1,0 +1,27 @@
+// Splitting a kernel's independent output elements between threads. Each element is
+// still computed by one thread in the order the op prescribes, so the bits do not depend
+// on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace cutcheck {
+
+// The thread count kernels may use on this thread (RunOptions::threads while a run is on).
+int kernel_threads();
+
+class KernelThreads {  // sets kernel_threads() for a scope
+ public:
+  explicit KernelThreads(int threads);
+  ~KernelThreads();
+
+ private:
+  int saved_;
+};
+
+// Calls fn(begin, end) over [0, count) in up to kernel_threads() pieces, on this thread
+// alone when the work (count * cost_each) is too small to be worth a thread.
+void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace cutcheck
