@@ -29,10 +29,4 @@ std::optional<ValueId> Program::find(std::string_view name) const {
   return std::nullopt;
 }
 
-const OutputDecl* Program::output(std::string_view name) const {
-  for (const OutputDecl& o : outputs)
-    if (o.name == name) return &o;
-  return nullptr;
-}
-
 }  // namespace cutcheck

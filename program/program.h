@@ -81,7 +81,6 @@ struct Program {
   const std::string& name(ValueId id) const { return values[size_t(id)].name; }
   // The value with this name, if any.
   std::optional<ValueId> find(std::string_view name) const;
-  const OutputDecl* output(std::string_view name) const;
 };
 
 }  // namespace cutcheck

@@ -13,14 +13,13 @@ namespace cutcheck {
 namespace {
 
 struct Stream : SplitMix64 {
-  float uniform() { return symmetric(); }
   float garbage() {
     switch (next() % 8) {
       case 0: return NAN;
       case 1: return INFINITY;
       case 2: return -INFINITY;
       case 3: return 3e38f;
-      default: return 1000.0f * uniform();
+      default: return 1000.0f * symmetric();
     }
   }
 };
@@ -99,7 +98,7 @@ TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
                                                    : Tensor::of_i32({int64_t(c.positions.size())}, c.positions));
     } else if (port.name == "x") {
       Tensor t(port.type);
-      for (float& v : t.as_mut<float>()) v = data.uniform();
+      for (float& v : t.as_mut<float>()) v = data.symmetric();
       out.emplace(port.name, std::move(t));
     } else {  // a cache: [C, K, E], or [R, C, K, E] for batch
       Tensor t(port.type);
@@ -113,7 +112,7 @@ TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
         for (int64_t pos = 0; pos < ctx; ++pos)
           for (int64_t i = 0; i < width; ++i)
             v[size_t((r * ctx + pos) * width + i)] =
-                pos <= last[size_t(per_row ? r : 0)] ? scale * data.uniform() : garbage.garbage();
+                pos <= last[size_t(per_row ? r : 0)] ? scale * data.symmetric() : garbage.garbage();
       out.emplace(port.name, std::move(t));
     }
   }

@@ -34,6 +34,7 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
                                    program_.type(w.value).str()));
     slots_[size_t(w.value)] = it->second;
   }
+  KernelThreads threads(options_.threads);
   for (const Operation& op : program_.ops) {
     Step step{&op, kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
     for (ValueId v : op.operands) step.operands.push_back(&slots_[size_t(v)]);
@@ -45,7 +46,6 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
 }
 
 void Executable::finish(Step& step) const {
-  KernelThreads threads(options_.threads);
   step.kernel(*step.op, step.operands, *step.result);
   if (options_.round_to_bf16 && step.result->dtype() == DType::f32) round_to_bf16(*step.result);
 }
@@ -60,6 +60,7 @@ void Executable::bind(const TensorMap& inputs) {
 size_t Executable::advance() {
   if (at_collective_) ++next_;  // the collective we stopped at has been carried out
   at_collective_ = false;
+  KernelThreads threads(options_.threads);
   while (next_ < steps_.size()) {
     Step& step = steps_[next_];
     if (!step.kernel) {
