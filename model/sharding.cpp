@@ -17,9 +17,12 @@ std::optional<std::string> widths_unsplittable(const ModelSpec& spec, int64_t tp
   return std::nullopt;
 }
 
+bool kind_splits(CutKind k) {
+  return k == CutKind::decode || k == CutKind::batch || k == CutKind::decode_layer || k == CutKind::batch_layer;
+}
+
 std::optional<std::string> split_unsupported(const Cut& cut, const ModelSpec& spec, int64_t tp) {
-  const CutKind k = cut.kind;
-  if (k != CutKind::decode && k != CutKind::batch && k != CutKind::decode_layer && k != CutKind::batch_layer)
+  if (!kind_splits(cut.kind))
     return fmt::format("{} cannot be split yet: only decode, batch, decode_layer and batch_layer split", cut.str());
   if (auto why = widths_unsplittable(spec, tp)) return fmt::format("{} cannot be split {} ways: {}", cut.str(), tp, *why);
   return std::nullopt;

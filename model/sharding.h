@@ -19,6 +19,9 @@ namespace cutcheck {
 // and ffn.
 std::optional<std::string> widths_unsplittable(const ModelSpec& spec, int64_t tp);
 
+// Decode, Batch, DecodeLayer and BatchLayer: the cut kinds a tp split exists for.
+bool kind_splits(CutKind kind);
+
 // Why `cut` cannot be split `tp` ways, if it cannot: only Decode, Batch, DecodeLayer and
 // BatchLayer split, and only where tp divides heads, kv_heads and ffn.
 std::optional<std::string> split_unsupported(const Cut& cut, const ModelSpec& spec, int64_t tp);

@@ -1,0 +1,38 @@
+#include "conform/case_files.h"
+
+#include <fmt/format.h>
+
+#include "author/author.h"
+#include "model/sharding.h"
+#include "model/weights.h"
+#include "program/folder.h"
+
+namespace cutcheck {
+
+void write_program(const Cut& cut, const ModelSpec& spec, int64_t tp, const fs::path& weights, const fs::path& folder) {
+  fs::remove_all(folder);
+  if (tp == 1) {
+    Authored a = write(cut, spec, weights.lexically_relative(folder).string());
+    ProgramFolder{a.program, a.manifest, a.text}.write(folder);
+    return;
+  }
+  std::vector<Authored> chips = write_split(cut, spec, weights.lexically_relative(folder / "chip0").string(), tp);
+  for (size_t c = 0; c < chips.size(); ++c)
+    ProgramFolder{chips[c].program, chips[c].manifest, chips[c].text}.write(folder / fmt::format("chip{}", c));
+}
+
+std::pair<TensorMap, fs::path> case_weights(const Case& c, const ConformOptions& o, const fs::path& work) {
+  if (!o.weights.empty()) {
+    fs::path dir = fs::absolute(o.weights);
+    TensorMap w = read_weights(dir, c.spec);
+    if (c.tp > 1 && !fs::exists(dir / shard_file(c.tp, 0))) write_shards(dir, w, c.spec, c.tp);
+    return {std::move(w), dir};
+  }
+  fs::path dir = work / "weights";
+  TensorMap w = synthetic_weights(c.spec, c.weight_seed);
+  write_weights(dir, w, c.spec);
+  if (c.tp > 1) write_shards(dir, w, c.spec, c.tp);
+  return {std::move(w), dir};
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,36 @@
+#include "conform/judge.h"
+
+#include "core/safetensors.h"
+
+namespace cutcheck {
+
+void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs::path& folder, const TensorMap& in,
+           const TensorMap& want, const Tolerance& tol, CaseResult& r, const fs::path& actual) {
+  if (!backend.supports(cut, tp)) {
+    r.verdict = Verdict::unsupported;
+    r.failure = "the backend does not support this cut";
+    return;
+  }
+  try {
+    TensorMap got = backend.lower(folder)->run(in);
+    if (!actual.empty()) write_safetensors(actual, got);
+    Comparison cmp = compare(blank_unattended(want, c), blank_unattended(got, c), tol);
+    r.errors = cmp.outputs;
+    if (!cmp.ok) {
+      r.verdict = Verdict::failed;
+      r.failure = cmp.failure;
+    }
+  } catch (const NotYet& e) {
+    r.verdict = Verdict::unsupported;
+    r.failure = e.what();
+  } catch (const BackendFailed& e) {
+    r.verdict = Verdict::failed;
+    r.failure = e.what();
+    r.stderr_tail = e.stderr_tail;
+  } catch (const std::exception& e) {
+    r.verdict = Verdict::failed;
+    r.failure = e.what();
+  }
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,14 @@
+// Reproducer folders: what a campaign keeps of a shrunk failure, and replaying one.
+#pragma once
+
+#include <string>
+
+#include "conform/campaign.h"
+
+namespace cutcheck {
+
+// Copies the failing evaluation's files from `work` into f.reproducer, with case.json
+// and a report.txt that says how to re-run it.
+void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path& work, const std::string& backend);
+
+}  // namespace cutcheck
