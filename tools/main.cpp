@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_check(app);
   cutcheck::cli::add_conform(app);
   cutcheck::cli::add_export_mlir(app);
+  cutcheck::cli::add_export_onnx(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
