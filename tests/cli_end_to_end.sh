@@ -63,6 +63,27 @@ expect_error "too short for a safetensors file" run decode --inputs junk.safeten
 expect_error "tp = 3 does not divide heads = 4" author --spec tiny --cut 'decode{ctx=4}' --dir weights --out x --tp 3
 expect_error "prefill{rows=2,ctx=4} cannot be split yet" author --spec tiny --cut 'prefill{rows=2,ctx=4}' --dir weights --out x --tp 2
 
+# Usage errors exit 2 before anything runs or is written (docs/exit-codes.md).
+expect_exit() {
+  local want=$1
+  shift
+  set +e
+  "$cutcheck" "$@" >/dev/null 2>&1
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || { echo "expected exit $want, got $got: $*"; exit 1; }
+}
+expect_exit 2 frobnicate
+expect_exit 2 run --no-such-option
+expect_exit 2 check --cases 1 --seed 18446744073709551616
+expect_exit 2 check --cases 1 --seed -1
+expect_exit 2 conform --backend "$cutcheck run" --tp 0 --cases 1
+expect_exit 2 conform --backend "$cutcheck run" --tp -1 --cases 1
+expect_exit 2 weights --spec tiny --dir w0 --tp 0
+expect_exit 2 weights --spec tiny --dir w3 --tp 3
+[ ! -e w0 ] && [ ! -e w3 ] || { echo "a refused weights command wrote files"; exit 1; }
+expect_exit 0 --help
+
 if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
   "$cutcheck" import-llama2c "$shared/models/stories260K.bin" --out stories >/dev/null
   want=$(python3 -c "import json,sys; print(' '.join(map(str, json.load(open(sys.argv[1]))['tokens'])))" \
