@@ -84,6 +84,21 @@ expect_exit 2 weights --spec tiny --dir w3 --tp 3
 [ ! -e w0 ] && [ ! -e w3 ] || { echo "a refused weights command wrote files"; exit 1; }
 expect_exit 0 --help
 
+# A FIFO where a file is read is refused at once (never waits for a writer).
+mkfifo fifo
+fifo_refused() {
+  local out
+  if out=$(timeout 20 "$cutcheck" "$@" 2>&1); then echo "expected failure: $*"; exit 1; fi
+  grep -q "' is not a regular file" <<<"$out" || { echo "expected a FIFO refusal from: $*"; echo "$out"; exit 1; }
+}
+fifo_refused run decode --inputs fifo --outputs o.safetensors
+fifo_refused import-llama2c fifo --out imported
+fifo_refused author --spec fifo --cut 'decode{ctx=4}' --dir weights --out x
+cp -r decode fifo_program && rm fifo_program/program.txt && mkfifo fifo_program/program.txt
+fifo_refused inputs fifo_program --out i.safetensors
+cp -r decode fifo_manifest && rm fifo_manifest/manifest.json && ln -s ../fifo fifo_manifest/manifest.json
+fifo_refused run fifo_manifest --inputs in.safetensors --outputs o.safetensors
+
 if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
   "$cutcheck" import-llama2c "$shared/models/stories260K.bin" --out stories >/dev/null
   want=$(python3 -c "import json,sys; print(' '.join(map(str, json.load(open(sys.argv[1]))['tokens'])))" \
