@@ -110,5 +110,32 @@ if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
     [ "$got" = "$want" ] || { echo "stories260K with --tp $tp: got '$got'"; exit 1; }
   done
   expect_error "tp = 3 does not divide heads = 8" generate --weights stories --steps 4 --tp 3
+
+  # A failure found on imported weights replays from its printed command, in a fresh shell
+  # elsewhere; with the weights changed, the replay refuses.
+  mkdir -p bin && ln -sf "$cutcheck" bin/cutcheck
+  set +e
+  PATH="$PWD/bin:$PATH" cutcheck conform --backend "$cutcheck run --fault rope-style-swapped" --spec stories/spec.json \
+    --weights stories --cuts decode --tp 1 --tp 2 --cases 6 --keep kept --json found.json >/dev/null 2>&1
+  status=$?
+  set -e
+  [ "$status" = 1 ] || { echo "the faulty backend was not caught on stories260K (exit $status)"; exit 1; }
+  command=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['failures'][0]['command'])" found.json)
+  mkdir -p elsewhere && cp -r stories stories.saved
+  set +e
+  (cd elsewhere && env -i PATH="$PWD/../bin:/usr/bin:/bin" bash -c "$command" >replay.txt 2>&1)
+  status=$?
+  set -e
+  [ "$status" = 1 ] || { echo "the printed command did not reproduce the failure (exit $status): $command"; cat elsewhere/replay.txt; exit 1; }
+  case_dir=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['failures'][0]['reproducer'])" found.json)
+  if [ -f "$case_dir/weights/model.safetensors" ]; then weights_file="$case_dir/weights/model.safetensors"; else weights_file=stories/model.safetensors; fi
+  printf 'x' | dd of="$weights_file" bs=1 seek=200 conv=notrunc status=none
+  set +e
+  (cd elsewhere && env -i PATH="$PWD/../bin:/usr/bin:/bin" bash -c "$command" >replay2.txt 2>&1)
+  status=$?
+  set -e
+  [ "$status" = 2 ] && grep -q "not the ones this failure was found with" elsewhere/replay2.txt ||
+    { echo "replay on changed weights was not refused (exit $status)"; cat elsewhere/replay2.txt; exit 1; }
+  [ ! -e stories/tp2 ] || { echo "conform wrote shards into the user's weights folder"; exit 1; }
 fi
 echo "cli end to end: ok"
