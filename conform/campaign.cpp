@@ -152,7 +152,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
       f.shrink_runs = evaluate.runs() - before;
     }
     f.piece = bisect(backend, f.shrunk.c, o, root / "bisect");
-    f.reproducer = o.keep / fmt::format("case-{}", i);
+    f.reproducer = fs::absolute(o.keep) / fmt::format("case-{}", i);  // the printed command works from anywhere
     f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
     write_reproducer(f, o, kept, backend.name());
     evaluate.clear();

@@ -25,7 +25,13 @@ std::pair<TensorMap, fs::path> case_weights(const Case& c, const ConformOptions&
   if (!o.weights.empty()) {
     fs::path dir = fs::absolute(o.weights);
     TensorMap w = read_weights(dir, c.spec);
-    if (c.tp > 1 && !fs::exists(dir / shard_file(c.tp, 0))) write_shards(dir, w, c.spec, c.tp);
+    if (c.tp > 1 && !fs::exists(dir / shard_file(c.tp, 0))) {
+      // The user's folder is never written (it may be read-only, or shared): the split
+      // reads a copy with its shards beside the case.
+      dir = work / "weights";
+      write_weights(dir, w, c.spec);
+      write_shards(dir, w, c.spec, c.tp);
+    }
     return {std::move(w), dir};
   }
   fs::path dir = work / "weights";

@@ -27,14 +27,24 @@ struct Descriptor {
   }
 };
 
+// Opens a file to read only if it is a regular file. O_NONBLOCK makes opening a FIFO
+// return at once (instead of waiting for a writer forever), and fstat then refuses it.
+int open_regular(const fs::path& path, struct stat& info) {
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (file.fd < 0) fail_io("open", path);
+  if (::fstat(file.fd, &info) != 0) fail_io("stat", path);
+  if (!S_ISREG(info.st_mode))
+    throw IoError(fmt::format("'{}' is not a regular file (a FIFO, device or folder cannot be read as one)", path.string()));
+  const int fd = file.fd;
+  file.fd = -1;  // the caller owns it now
+  return fd;
+}
+
 }  // namespace
 
 std::string read_file(const fs::path& path, uint64_t max_bytes) {
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail_io("open", path);
   struct stat info {};
-  if (::fstat(file.fd, &info) != 0) fail_io("stat", path);
-  if (!S_ISREG(info.st_mode)) throw IoError(fmt::format("'{}' is not a regular file", path.string()));
+  Descriptor file{open_regular(path, info)};
   if (uint64_t(info.st_size) > max_bytes)
     throw FormatError(fmt::format("'{}' is {} bytes, more than the {} bytes allowed for it", path.string(),
                                   info.st_size, max_bytes));
@@ -86,11 +96,8 @@ void write_file_atomic(const fs::path& path, const std::string& text) {
 }
 
 std::shared_ptr<const MappedFile> MappedFile::open(const fs::path& path) {
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail_io("open", path);
   struct stat info {};
-  if (::fstat(file.fd, &info) != 0) fail_io("stat", path);
-  if (!S_ISREG(info.st_mode)) throw IoError(fmt::format("'{}' is not a regular file", path.string()));
+  Descriptor file{open_regular(path, info)};
   auto mapped = std::shared_ptr<MappedFile>(new MappedFile());
   mapped->size_ = size_t(info.st_size);
   if (mapped->size_ == 0) return mapped;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "model/weights.h"
 
@@ -46,11 +47,21 @@ Llama2cModel read_llama2c(std::span<const std::byte> bytes, const std::string& s
   std::vector<Block> per_layer_1 = {{weight::attention_norm, {D}}, {weight::wq, {Q, D}}, {weight::wk, {KV, D}},
                                     {weight::wv, {KV, D}},         {weight::wo, {D, Q}}, {weight::ffn_norm, {D}},
                                     {weight::w1, {F, D}},          {weight::w2, {D, F}}, {weight::w3, {F, D}}};
-  uint64_t total = uint64_t(V * D);
-  for (const Block& b : per_layer_1) total += uint64_t(L) * uint64_t(element_count(b.shape));
-  total += uint64_t(D) + uint64_t(m.seq_len) * uint64_t(s.head_dim);  // final norm, two rotary tables
-  if (!s.tied) total += uint64_t(V * D);
-  uint64_t expected = header_bytes + 4 * total;
+  // Sizes from a crafted header can overflow 64 bits; each step is checked.
+  uint64_t expected = 0;
+  try {
+    const std::string what = source + ": the checkpoint size the header implies";
+    const uint64_t table = checked_mul(uint64_t(V), uint64_t(D), what);
+    uint64_t total = table;
+    for (const Block& b : per_layer_1)
+      total = checked_add(total, checked_mul(uint64_t(L), uint64_t(element_count(b.shape)), what), what);
+    total = checked_add(total, checked_add(uint64_t(D), checked_mul(uint64_t(m.seq_len), uint64_t(s.head_dim), what),
+                                           what), what);  // final norm, two rotary tables
+    if (!s.tied) total = checked_add(total, table, what);
+    expected = checked_add(header_bytes, checked_mul(total, uint64_t{4}, what), what);
+  } catch (const LimitError& e) {
+    throw FormatError(fmt::format("{}: the header describes a model too large to exist: {}", source, e.what()));
+  }
   if (bytes.size() != expected)
     throw FormatError(fmt::format("{}: {} bytes, but a llama2.c checkpoint with this header ({}, seq_len={}) has {}",
                                   source, bytes.size(), s.summary(), m.seq_len, expected));

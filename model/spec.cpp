@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <cmath>
 
 #include "core/error.h"
@@ -14,8 +15,8 @@ std::string rope_style_name(RopeStyle style) { return style == RopeStyle::interl
 void ModelSpec::validate() const {
   auto positive = [&](const char* field, int64_t value) {
     if (value <= 0) throw SpecError(fmt::format("spec '{}': {} must be positive, got {}", name, field, value));
-    if (value > (int64_t{1} << 31))
-      throw SpecError(fmt::format("spec '{}': {} = {} is larger than 2^31", name, field, value));
+    if (value > INT32_MAX)  // sizes and token ids are i32 in programs
+      throw SpecError(fmt::format("spec '{}': {} = {} is larger than 2^31 - 1", name, field, value));
   };
   positive("vocab", vocab);
   positive("dim", dim);

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
 #include <set>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/random.h"
 
@@ -40,10 +43,13 @@ TensorMap random_inputs(const Program& program, uint64_t seed) {
     if (t.dtype() == DType::f32) {
       for (float& v : t.as_mut<float>()) v = rng.symmetric();
     } else {
-      int64_t lo = in.range ? in.range->first : -1000, hi = in.range ? in.range->second : 1000;
+      // The declared range, within what an i32 can hold.
+      const int64_t lo = std::max<int64_t>(in.range ? in.range->first : -1000, INT32_MIN);
+      const int64_t hi = std::min<int64_t>(in.range ? in.range->second : 1000, INT32_MAX);
       if (lo > hi)
-        throw InputError(fmt::format("input '{}' has no valid value: its range [{}, {}] is empty", name, lo, hi));
-      uint64_t span = uint64_t(hi - lo) + 1;
+        throw InputError(fmt::format("input '{}' has no valid i32 value: its range [{}, {}] is empty", name,
+                                     in.range->first, in.range->second));
+      const uint64_t span = checked_span(lo, hi, fmt::format("the range of input '{}'", name));
       for (int32_t& v : t.as_mut<int32_t>()) v = int32_t(lo + int64_t(rng.next() % span));
     }
     out.emplace(name, std::move(t));

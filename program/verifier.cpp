@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <climits>
 #include <set>
 
 #include "core/error.h"
@@ -21,6 +22,9 @@ class Verifier {
       const TensorType& t = p_.type(in.value);
       if (in.range && t.dtype != DType::i32)
         fail(in.loc, fmt::format("input %{}: only i32 inputs may declare a range", p_.name(in.value)));
+      if (in.range && (in.range->first < INT32_MIN || in.range->second > INT32_MAX || in.range->first > in.range->second))
+        fail(in.loc, fmt::format("input %{}: range [{}, {}] is not a non-empty range of i32 values", p_.name(in.value),
+                                 in.range->first, in.range->second));
       if (t.dtype == DType::i1) fail(in.loc, fmt::format("input %{}: inputs are f32 or i32", p_.name(in.value)));
     }
     for (const WeightDecl& w : p_.weights) {

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/random.h"
+#include "model/sharding.h"
 #include "model/signature.h"
 
 namespace cutcheck {
@@ -38,19 +40,52 @@ Json Case::to_json() const {
           {"tp", tp},                 {"k_scale", k_scale}};
 }
 
+namespace {
+
+// A case read from a file is checked as the generators would have made it: a token per
+// row inside the vocabulary, one position per row for batch and one otherwise, each
+// leaving room for the cut's rows in the cache, a tp the cut splits over.
+void check_case(const Case& c, const std::string& source) {
+  const int64_t rows = c.cut.row_count();
+  if (int64_t(c.tokens.size()) != rows)
+    throw FormatError(fmt::format("{}: tokens: {} given for the {} rows of {}", source, c.tokens.size(), rows, c.cut.str()));
+  for (size_t i = 0; i < c.tokens.size(); ++i)
+    if (c.tokens[i] < 0 || c.tokens[i] >= c.spec.vocab)
+      throw FormatError(fmt::format("{}: tokens[{}] = {} is outside [0, vocab = {})", source, i, c.tokens[i], c.spec.vocab));
+  const bool cached = cut_params(c.cut.kind).ctx;
+  const size_t want = cached && c.cut.family() == Family::batch ? size_t(rows) : 1;
+  if (c.positions.size() != want)
+    throw FormatError(fmt::format("{}: positions: {} given, {} needs {}", source, c.positions.size(), c.cut.str(), want));
+  const int64_t span = c.cut.family() == Family::prefill ? rows : 1;  // cache rows a position's step writes
+  for (size_t i = 0; i < c.positions.size(); ++i) {
+    const int64_t p = c.positions[i];
+    if (!cached ? p != 0 : p < 0 || p + span > c.cut.ctx)
+      throw FormatError(fmt::format("{}: positions[{}] = {} is outside what {} allows", source, i, p, c.cut.str()));
+  }
+  if (c.tp < 1) throw FormatError(fmt::format("{}: tp must be at least 1, got {}", source, c.tp));
+  if (c.tp > 1)
+    if (auto why = split_unsupported(c.cut, c.spec, c.tp)) throw FormatError(fmt::format("{}: tp: {}", source, *why));
+  if (!std::isfinite(c.k_scale) || c.k_scale == 0)
+    throw FormatError(fmt::format("{}: k_scale must be finite and non-zero, got {}", source, c.k_scale));
+}
+
+}  // namespace
+
 Case Case::from_json(const Json& json, const std::string& source) {
   Case c;
   c.spec = ModelSpec::from_json(json_field(json, "spec", source), source + ": spec");
   c.cut = Cut::parse(json_string(json, "cut", source), source + ": cut");
-  for (int64_t t : json_int_list(json, "tokens", source)) c.tokens.push_back(int32_t(t));
-  for (int64_t p : json_int_list(json, "positions", source)) c.positions.push_back(int32_t(p));
+  for (auto [key, list] : {std::pair{"tokens", &c.tokens}, {"positions", &c.positions}})
+    for (int64_t v : json_int_list(json, key, source)) {
+      if (v < INT32_MIN || v > INT32_MAX) throw FormatError(fmt::format("{}: {}: {} is not an i32", source, key, v));
+      list->push_back(int32_t(v));
+    }
   c.weight_seed = uint64_t(json_int(json, "weight_seed", source));
   c.data_seed = uint64_t(json_int(json, "data_seed", source));
   c.tp = json_int(json, "tp", source);
   c.k_scale = float(json_number(json, "k_scale", source));
   c.cut.check_possible(c.spec);
-  if (int64_t(c.tokens.size()) != c.cut.row_count())
-    throw FormatError(fmt::format("{}: {} tokens for {} rows", source, c.tokens.size(), c.cut.row_count()));
+  check_case(c, source);
   return c;
 }
 

@@ -63,6 +63,42 @@ expect_error "too short for a safetensors file" run decode --inputs junk.safeten
 expect_error "tp = 3 does not divide heads = 4" author --spec tiny --cut 'decode{ctx=4}' --dir weights --out x --tp 3
 expect_error "prefill{rows=2,ctx=4} cannot be split yet" author --spec tiny --cut 'prefill{rows=2,ctx=4}' --dir weights --out x --tp 2
 
+# Usage errors exit 2 before anything runs or is written (docs/exit-codes.md).
+expect_exit() {
+  local want=$1
+  shift
+  set +e
+  "$cutcheck" "$@" >/dev/null 2>&1
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || { echo "expected exit $want, got $got: $*"; exit 1; }
+}
+expect_exit 2 frobnicate
+expect_exit 2 run --no-such-option
+expect_exit 2 check --cases 1 --seed 18446744073709551616
+expect_exit 2 check --cases 1 --seed -1
+expect_exit 2 conform --backend "$cutcheck run" --tp 0 --cases 1
+expect_exit 2 conform --backend "$cutcheck run" --tp -1 --cases 1
+expect_exit 2 weights --spec tiny --dir w0 --tp 0
+expect_exit 2 weights --spec tiny --dir w3 --tp 3
+[ ! -e w0 ] && [ ! -e w3 ] || { echo "a refused weights command wrote files"; exit 1; }
+expect_exit 0 --help
+
+# A FIFO where a file is read is refused at once (never waits for a writer).
+mkfifo fifo
+fifo_refused() {
+  local out
+  if out=$(timeout 20 "$cutcheck" "$@" 2>&1); then echo "expected failure: $*"; exit 1; fi
+  grep -q "' is not a regular file" <<<"$out" || { echo "expected a FIFO refusal from: $*"; echo "$out"; exit 1; }
+}
+fifo_refused run decode --inputs fifo --outputs o.safetensors
+fifo_refused import-llama2c fifo --out imported
+fifo_refused author --spec fifo --cut 'decode{ctx=4}' --dir weights --out x
+cp -r decode fifo_program && rm fifo_program/program.txt && mkfifo fifo_program/program.txt
+fifo_refused inputs fifo_program --out i.safetensors
+cp -r decode fifo_manifest && rm fifo_manifest/manifest.json && ln -s ../fifo fifo_manifest/manifest.json
+fifo_refused run fifo_manifest --inputs in.safetensors --outputs o.safetensors
+
 if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
   "$cutcheck" import-llama2c "$shared/models/stories260K.bin" --out stories >/dev/null
   want=$(python3 -c "import json,sys; print(' '.join(map(str, json.load(open(sys.argv[1]))['tokens'])))" \
@@ -74,5 +110,32 @@ if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
     [ "$got" = "$want" ] || { echo "stories260K with --tp $tp: got '$got'"; exit 1; }
   done
   expect_error "tp = 3 does not divide heads = 8" generate --weights stories --steps 4 --tp 3
+
+  # A failure found on imported weights replays from its printed command, in a fresh shell
+  # elsewhere; with the weights changed, the replay refuses.
+  mkdir -p bin && ln -sf "$cutcheck" bin/cutcheck
+  set +e
+  PATH="$PWD/bin:$PATH" cutcheck conform --backend "$cutcheck run --fault rope-style-swapped" --spec stories/spec.json \
+    --weights stories --cuts decode --tp 1 --tp 2 --cases 6 --keep kept --json found.json >/dev/null 2>&1
+  status=$?
+  set -e
+  [ "$status" = 1 ] || { echo "the faulty backend was not caught on stories260K (exit $status)"; exit 1; }
+  command=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['failures'][0]['command'])" found.json)
+  mkdir -p elsewhere && cp -r stories stories.saved
+  set +e
+  (cd elsewhere && env -i PATH="$PWD/../bin:/usr/bin:/bin" bash -c "$command" >replay.txt 2>&1)
+  status=$?
+  set -e
+  [ "$status" = 1 ] || { echo "the printed command did not reproduce the failure (exit $status): $command"; cat elsewhere/replay.txt; exit 1; }
+  case_dir=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['failures'][0]['reproducer'])" found.json)
+  if [ -f "$case_dir/weights/model.safetensors" ]; then weights_file="$case_dir/weights/model.safetensors"; else weights_file=stories/model.safetensors; fi
+  printf 'x' | dd of="$weights_file" bs=1 seek=200 conv=notrunc status=none
+  set +e
+  (cd elsewhere && env -i PATH="$PWD/../bin:/usr/bin:/bin" bash -c "$command" >replay2.txt 2>&1)
+  status=$?
+  set -e
+  [ "$status" = 2 ] && grep -q "not the ones this failure was found with" elsewhere/replay2.txt ||
+    { echo "replay on changed weights was not refused (exit $status)"; cat elsewhere/replay2.txt; exit 1; }
+  [ ! -e stories/tp2 ] || { echo "conform wrote shards into the user's weights folder"; exit 1; }
 fi
 echo "cli end to end: ok"

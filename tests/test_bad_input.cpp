@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <functional>
 #include <typeindex>
 
@@ -13,9 +14,11 @@
 #include "core/limits.h"
 #include "core/safetensors.h"
 #include "model/cut.h"
+#include "model/llama2c.h"
 #include "model/spec.h"
 #include "program/manifest.h"
 #include "program/text.h"
+#include "properties/case.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -66,6 +69,25 @@ void safetensors(const std::string& bytes) {
 }
 
 void cut(const std::string& text) { Cut::parse(text, "--cut"); }
+
+// A replayed case.json: a valid decode{ctx=4} case on tiny, patched.
+void case_file(const std::string& patch) {
+  Case c;
+  c.spec = builtin_spec("tiny");
+  c.cut = Cut::decode(4);
+  c.tokens = {1};
+  c.positions = {2};
+  Json j = c.to_json();
+  j.merge_patch(Json::parse(patch));
+  Case::from_json(j, "case.json");
+}
+
+// A llama2.c header (dim, hidden_dim, layers, heads, kv_heads, vocab, seq_len) and some bytes.
+void llama2c_header(std::vector<int32_t> header) {
+  std::vector<std::byte> bytes(header.size() * 4 + 64);
+  std::memcpy(bytes.data(), header.data(), header.size() * 4);
+  read_llama2c(bytes, "model.bin");
+}
 
 std::vector<Bad> catalog() {
   std::vector<Bad> c;
@@ -204,6 +226,37 @@ std::vector<Bad> catalog() {
   c.push_back({"negative parameter", [] { cut("decode{ctx=-1}"); }, is<ParseError>(), "--cut:1:12: expected a non-negative integer"});
   c.push_back({"impossible layer", [] { Cut::parse("decode_layer{layer=9,ctx=4}").check_possible(builtin_spec("tiny")); },
                is<Refused>(), "layer 9 does not exist"});
+
+  // Sizes and indices from input that overflow or fall outside what they index.
+  c.push_back({"spec vocab of 2^31", [] { spec(R"({"vocab": 2147483648})"); }, is<SpecError>(),
+               "vocab = 2147483648 is larger than 2^31 - 1"});
+  c.push_back({"input range wider than i32", [] {
+                 program(head + "input %t : i32[] range [-9223372036854775808, 9223372036854775807]\noutput t = %t\n");
+               },
+               is<VerifyError>(), "p.txt:2:1: input %t: range [-9223372036854775808, 9223372036854775807]"});
+  c.push_back({"empty input range", [] { program(head + "input %t : i32[] range [3, 2]\noutput t = %t\n"); },
+               is<VerifyError>(), "p.txt:2:1: input %t: range [3, 2]"});
+  c.push_back({"llama2c sizes that wrap", [] { llama2c_header({1 << 30, 1 << 30, 1 << 30, 1 << 29, 1 << 29, 8, 1 << 30}); },
+               is<FormatError>(), "model.bin: the header describes a model too large to exist"});
+  c.push_back({"case without positions", [] { case_file(R"({"positions": []})"); }, is<FormatError>(),
+               "case.json: positions: 0 given, decode{ctx=4} needs 1"});
+  c.push_back({"case position past the cache", [] { case_file(R"({"positions": [4]})"); }, is<FormatError>(),
+               "case.json: positions[0] = 4 is outside what decode{ctx=4} allows"});
+  c.push_back({"case negative position", [] { case_file(R"({"positions": [-1]})"); }, is<FormatError>(),
+               "case.json: positions[0] = -1"});
+  c.push_back({"case position not an i32", [] { case_file(R"({"positions": [4294967296]})"); }, is<FormatError>(),
+               "case.json: positions: 4294967296 is not an i32"});
+  c.push_back({"case token outside the vocabulary", [] { case_file(R"({"tokens": [32]})"); }, is<FormatError>(),
+               "case.json: tokens[0] = 32 is outside [0, vocab = 32)"});
+  c.push_back({"case with two tokens for one row", [] { case_file(R"({"tokens": [1, 2]})"); }, is<FormatError>(),
+               "case.json: tokens: 2 given for the 1 rows of decode{ctx=4}"});
+  c.push_back({"case tp of 0", [] { case_file(R"({"tp": 0})"); }, is<FormatError>(), "case.json: tp must be at least 1, got 0"});
+  c.push_back({"case tp that does not divide", [] { case_file(R"({"tp": 3})"); }, is<FormatError>(),
+               "case.json: tp: decode{ctx=4} cannot be split 3 ways"});
+  c.push_back({"case tp of a cut that does not split", [] { case_file(R"({"tp": 2, "cut": "forward", "positions": [0]})"); },
+               is<FormatError>(), "case.json: tp: forward cannot be split yet"});
+  c.push_back({"case k_scale of 0", [] { case_file(R"({"k_scale": 0})"); }, is<FormatError>(),
+               "case.json: k_scale must be finite and non-zero"});
   return c;
 }
 

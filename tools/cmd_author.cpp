@@ -19,7 +19,9 @@ void add_author(CLI::App& app) {
   cmd->add_option("--cut", args->cut, "the cut, e.g. decode{ctx=16} or batch_layer{layer=0,rows=4,ctx=32}")->required();
   cmd->add_option("--dir", args->dir, "the weights folder the manifest names")->required();
   cmd->add_option("--out", args->out, "the folder to write program.txt and manifest.json to")->required();
-  cmd->add_option("--tp", args->tp, "split over this many chips: writes OUT/chip0, OUT/chip1, ...")->capture_default_str();
+  cmd->add_option("--tp", args->tp, "split over this many chips: writes OUT/chip0, OUT/chip1, ...")
+      ->capture_default_str()
+      ->check(tp_width);
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     Cut cut = Cut::parse(args->cut, "--cut");

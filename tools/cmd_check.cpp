@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "properties/check.h"
 #include "tools/commands.h"
+#include "tools/common.h"
 
 namespace cutcheck::cli {
 namespace {
@@ -35,7 +36,7 @@ void add_check(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("check", "run the property catalog on the reference interpreter");
   cmd->add_option("--cases", args->cases, "cases per property")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "RapidCheck's seed (the same seed checks the same cases)")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "RapidCheck's seed (the same seed checks the same cases)")->capture_default_str()->check(seed_number);
   cmd->add_option("--filter", args->filter, "properties to run: names, prefixes or globs, comma-separated");
   cmd->add_option("--reproduce", args->reproduce, "replay a failure: the reproduce string a failed check printed");
   cmd->add_flag("--no-shrink", args->no_shrink, "report the first failing case without shrinking it");

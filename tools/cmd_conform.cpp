@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "harness/faults.h"
 #include "tools/commands.h"
+#include "tools/common.h"
 
 namespace cutcheck::cli {
 namespace {
@@ -49,9 +50,9 @@ void add_conform(CLI::App& app) {
       ->required();
   cmd->add_option("--cuts", a->cuts, "cut kinds to generate: globs, comma-separated (decode,batch_*)")->capture_default_str();
   cmd->add_option("--tp", a->tp, "tp widths to generate (cuts that split: decode, batch, decode_layer, batch_layer)")
-      ->capture_default_str();
+      ->capture_default_str()->check(tp_width);
   cmd->add_option("--cases", a->cases, "cases to generate")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
   cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for small random specs")->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
   cmd->add_option("--timeout", a->timeout, "seconds the backend may take per run")->capture_default_str();

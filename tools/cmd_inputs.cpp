@@ -3,6 +3,7 @@
 #include "core/safetensors.h"
 #include "harness/folder.h"
 #include "tools/commands.h"
+#include "tools/common.h"
 
 namespace cutcheck::cli {
 
@@ -15,7 +16,7 @@ void add_inputs(CLI::App& app) {
   auto* cmd = app.add_subcommand("inputs", "write valid random inputs for an authored program");
   cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json), or a split's folder")
       ->required();
-  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str()->check(seed_number);
   cmd->add_option("--out", args->out, "the safetensors file to write")->required();
   cmd->callback([args] {
     TensorMap inputs = folder_inputs(args->folder, args->seed);

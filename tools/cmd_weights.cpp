@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/files.h"
 #include "model/sharding.h"
 #include "model/weights.h"
 #include "tools/commands.h"
+#include "tools/common.h"
 
 namespace cutcheck::cli {
 
@@ -16,11 +18,13 @@ void add_weights(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("weights", "write seeded synthetic weights for a spec");
   cmd->add_option("--spec", args->spec, "a built-in spec or a spec JSON file")->required();
-  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str()->check(seed_number);
   cmd->add_option("--dir", args->dir, "the folder to write model.safetensors and spec.json to")->required();
-  cmd->add_option("--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)");
+  cmd->add_option("--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)")->check(tp_width);
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
+    for (int64_t tp : args->tp)  // refused before any file is written
+      if (auto why = widths_unsplittable(spec, tp)) throw Error(fmt::format("--tp {}: {}", tp, *why));
     TensorMap weights = synthetic_weights(spec, args->seed);
     write_weights(args->dir, weights, spec);
     write_file_atomic(fs::path(args->dir) / "spec.json", spec.to_json().dump(2) + "\n");
@@ -37,7 +41,7 @@ void add_shard(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("shard", "write the tp shards of a weights folder (DIR/tpN/chipC.safetensors)");
   cmd->add_option("--dir", args->dir, "a weights folder with model.safetensors and spec.json")->required();
-  cmd->add_option("--tp", args->tp, "the splits to write")->required();
+  cmd->add_option("--tp", args->tp, "the splits to write")->required()->check(tp_width);
   cmd->callback([args] {
     ModelSpec spec = load_spec((fs::path(args->dir) / "spec.json").string());
     TensorMap weights = read_weights(args->dir, spec);

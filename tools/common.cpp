@@ -8,6 +8,26 @@
 
 namespace cutcheck::cli {
 
+const CLI::Validator seed_number(
+    [](std::string& text) -> std::string {
+      uint64_t value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+        return fmt::format("a seed is a decimal number from 0 to 2^64 - 1, got '{}'", text);
+      return "";
+    },
+    "SEED");
+
+const CLI::Validator tp_width(
+    [](std::string& text) -> std::string {
+      int64_t value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 4096)
+        return fmt::format("a tp width is a whole number from 1 to 4096, got '{}'", text);
+      return "";
+    },
+    "TP");
+
 ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir) {
   if (!spec.empty()) return load_spec(spec);
   if (!weights_dir.empty() && fs::exists(fs::path(weights_dir) / "spec.json"))

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "core/files.h"
 #include "model/spec.h"
 
@@ -18,5 +20,11 @@ std::vector<int32_t> parse_token_list(const std::string& text);
 
 // How `target` reads from inside `from`: relative when both are, absolute otherwise.
 std::string path_from(const fs::path& from, const std::string& target);
+
+// For seed options: a decimal number in [0, 2^64), refused (not clamped or wrapped) otherwise.
+extern const CLI::Validator seed_number;
+
+// For --tp options: a width in [1, 4096].
+extern const CLI::Validator tp_width;
 
 }  // namespace cutcheck::cli

@@ -25,7 +25,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; every usage error is exit 2, whatever code
+    // CLI11 gives it (docs/exit-codes.md).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const cutcheck::cli::CheckFailed& e) {
     fmt::print(stderr, "cutcheck: {}\n", e.what());
     return 1;
