@@ -9,7 +9,11 @@
 #include <cstdlib>
 
 #include "author/author.h"
+#include "conform/backend_runner.h"
 #include "conform/campaign.h"
+#include "harness/generate.h"
+#include "model/llama2c.h"
+#include "model/weights.h"
 #include "conform/report.h"
 #include "core/process.h"
 #include "model/sharding.h"
@@ -95,6 +99,37 @@ TEST(Ort, SplitsConformThroughTheCollectiveSeams) {
   ConformReport r = conform(backend, o);
   EXPECT_TRUE(r.passed()) << summary_table(r);
   EXPECT_GT(r.count(Verdict::passed), 0);
+}
+
+// ORT made wrong through the export: the program is rewritten (rope at pos + 1) before
+// cutcheck-ort exports it; the campaign catches it, shrinks it and bisects it to layer 0.
+TEST(Ort, RopeOffByOneThroughTheExportIsCaughtShrunkAndBisected) {
+  REQUIRE_ORT();
+  const std::string faulty = "python3 " + shell_quote(std::string(CUTCHECK_TEST_SOURCE) + "/ort/rope_off_by_one.py") + " " +
+                             shell_quote(ort_backend);
+  CommandBackend backend(faulty, 300);
+  ConformOptions o = campaign(6, "rope");
+  o.kinds = {CutKind::decode};
+  ConformReport r = conform(backend, o);
+  ASSERT_FALSE(r.passed()) << "rope at pos + 1 went unnoticed";
+  ASSERT_FALSE(r.failures.empty());
+  const Failure& f = r.failures[0];
+  EXPECT_LE(f.shrunk.c.spec.layers, f.original.c.spec.layers);
+  EXPECT_THAT(f.piece, ::testing::StartsWith("layer 0")) << f.shrunk.c.str();
+  EXPECT_TRUE(fs::exists(f.reproducer / "case.json"));
+}
+
+TEST(Ort, StoriesGeneratesLlama2cTokensThroughOrt) {
+  REQUIRE_ORT();
+  SKIP_WITHOUT_SHARED(shared);
+  Json fixture = parse_json(read_file(shared / "fixtures" / "stories260K-greedy.json"), "fixture");
+  fs::path dir = test::temp_dir("ort-stories");
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  write_weights(dir / "weights", m.weights, m.spec);
+  CommandBackend backend(ort_backend + " run", 300);
+  BackendRunner runner(backend, m.spec, dir / "weights", dir / "programs");
+  Generation g = generate(runner, m.spec, {{1}, 64, 0, Via::decode});
+  EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>());
 }
 
 }  // namespace
