@@ -62,6 +62,15 @@ std::string read_file(const fs::path& path, uint64_t max_bytes) {
 }
 
 void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
+  // Renaming over a device, FIFO or folder would replace it (as root, /dev/null becomes a
+  // regular file); a destination that exists must be a regular file.
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode))
+    throw IoError(fmt::format("'{}' exists and is not a regular file ({}); refusing to replace it", path.string(),
+                              S_ISDIR(existing.st_mode)    ? "a folder"
+                              : S_ISFIFO(existing.st_mode) ? "a FIFO"
+                              : S_ISCHR(existing.st_mode) || S_ISBLK(existing.st_mode) ? "a device"
+                                                                                        : "not a file"));
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   static std::atomic<unsigned> counter{0};

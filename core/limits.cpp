@@ -11,7 +11,13 @@ namespace cutcheck {
 namespace {
 
 uint64_t initial_limit() {
-  if (const char* env = std::getenv("CUTCHECK_MEMORY_LIMIT")) return parse_byte_size(env);
+  if (const char* env = std::getenv("CUTCHECK_MEMORY_LIMIT")) {
+    try {
+      return parse_byte_size(env);
+    } catch (const Error& e) {
+      throw InputError(fmt::format("CUTCHECK_MEMORY_LIMIT: {}", e.what()));
+    }
+  }
   return uint64_t{16} << 30;
 }
 
@@ -26,10 +32,13 @@ uint64_t memory_limit() { return limit_slot().load(); }
 void set_memory_limit(uint64_t bytes) { limit_slot().store(bytes); }
 
 uint64_t parse_byte_size(const std::string& text) {
+  // Digits only: stoull alone would take " 5", "+5" and wrap "-5" to 2^64 - 5.
   size_t used = 0;
+  while (used < text.size() && text[used] >= '0' && text[used] <= '9') ++used;
   unsigned long long value = 0;
   try {
-    value = std::stoull(text, &used);
+    if (used == 0 || used > 20) throw std::out_of_range("digits");
+    value = std::stoull(text.substr(0, used));
   } catch (const std::exception&) {
     throw Error(fmt::format("'{}' is not a byte size (expected a number with an optional K, M or G)", text));
   }

@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "harness/compose.h"
+#include "core/checked.h"
+#include "model/footprint.h"
 #include "model/signature.h"
 
 namespace cutcheck {
@@ -93,12 +95,17 @@ Generation generate(CutRunner& runner, const ModelSpec& spec, const GenerateOpti
       throw InputError(fmt::format("prompt token {} is outside the vocabulary [0, {})", t, spec.vocab));
   if (options.steps < 0) throw InputError("steps must not be negative");
   const int64_t prompt = int64_t(options.prompt.size());
-  const int64_t ctx = options.ctx > 0 ? options.ctx : prompt + options.steps;
-  if (prompt + options.steps - 1 > ctx)
+  const int64_t needed = checked_add(prompt, options.steps, "prompt + steps");
+  const int64_t ctx = options.ctx > 0 ? options.ctx : needed;
+  if (ctx > INT32_MAX) throw InputError(fmt::format("ctx = {} is beyond positions as i32 can count", ctx));
+  if (needed - 1 > ctx)
     throw InputError(fmt::format("{} prompt tokens and {} steps need a cache of {} positions, but ctx is {}", prompt,
                                  options.steps, prompt + options.steps - 1, ctx));
   Generation g;
   if (options.steps == 0) return g;
+  // The whole generation's memory, refused before the caches are made.
+  const int64_t rows = options.via == Via::automatic || options.via == Via::prefill ? prompt : 1;
+  check_run_fits(spec, rows > 1 ? Cut::prefill(std::min(rows, ctx), ctx) : Cut::decode(ctx), "generate --ctx");
   TensorMap caches = empty_caches(spec, ctx, options.via == Via::batch);
 
   // The prompt: all at once where the path takes rows, one token at a time otherwise.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/footprint.h"
+
 namespace cutcheck {
 
 std::string k_cache_name(int64_t layer) { return fmt::format("k.{}", layer); }
@@ -21,6 +23,7 @@ const Port* CutSignature::output(const std::string& name) const {
 
 CutSignature signature(const Cut& cut, const ModelSpec& spec) {
   cut.check_possible(spec);
+  check_run_fits(spec, cut, fmt::format("spec '{}'", spec.name));
   const int64_t V = spec.vocab, D = spec.dim, K = spec.kv_heads, E = spec.head_dim;
   const int64_t R = cut.rows, C = cut.ctx;
   const Family family = cut.family();

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "model/footprint.h"
 
 namespace cutcheck {
 
@@ -81,6 +82,7 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   } catch (const SpecError& e) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));
   }
+  check_model_fits(spec, source);
   return spec;
 }
 

@@ -1,6 +1,11 @@
 #include "program/folder.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include "core/error.h"
 #include "program/text.h"
@@ -22,6 +27,82 @@ ProgramFolder ProgramFolder::read(const fs::path& dir) {
 void ProgramFolder::write(const fs::path& dir) const {
   write_file_atomic(dir / "program.txt", text);
   write_file_atomic(dir / "manifest.json", manifest.to_json().dump(2) + "\n");
+}
+
+namespace {
+
+bool is_program_file(const fs::path& name) { return name == "program.txt" || name == "manifest.json"; }
+
+bool is_chip_name(const std::string& name) {
+  if (name.size() < 5 || name.rfind("chip", 0) != 0) return false;
+  for (size_t i = 4; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  return true;
+}
+
+// Only what the author itself writes may be replaced: a mistyped --out must never wipe a
+// folder of the user's.
+void check_replaceable(const fs::path& dir) {
+  auto refuse = [&](const fs::path& what) {
+    throw IoError(fmt::format("'{}' exists and is not a cutcheck program folder ('{}' is not cutcheck's); "
+                              "refusing to replace it",
+                              dir.string(), what.string()));
+  };
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(dir, ec);
+  if (ec || !fs::exists(st)) return;
+  if (!fs::is_directory(st)) refuse(dir.filename());
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const fs::path name = entry.path().filename();
+    if (entry.is_regular_file() && !entry.is_symlink() && is_program_file(name)) continue;
+    if (!entry.is_symlink() && entry.is_directory() && is_chip_name(name.string())) {
+      for (const auto& inner : fs::directory_iterator(entry.path()))
+        if (inner.is_symlink() || !inner.is_regular_file() || !is_program_file(inner.path().filename()))
+          refuse(name / inner.path().filename());
+      continue;
+    }
+    refuse(name);
+  }
+}
+
+}  // namespace
+
+void publish_program(const fs::path& dir, const std::vector<ProgramFolder>& chips, bool split) {
+  check_replaceable(dir);
+  const fs::path target = fs::absolute(dir).lexically_normal();
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(parent);
+  static std::atomic<unsigned> counter{0};
+  const fs::path temp = parent / fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
+  try {
+    fs::create_directories(temp);
+    if (split)
+      for (size_t c = 0; c < chips.size(); ++c) chips[c].write(temp / fmt::format("chip{}", c));
+    else
+      chips.at(0).write(temp);
+    if (!fs::exists(fs::symlink_status(target))) {
+      fs::rename(temp, target);
+      return;
+    }
+    // Swap the new folder in: the old one ends up at `temp`, and is removed.
+    if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+      // No exchange on this filesystem: set the old folder aside, then move the new one in.
+      const fs::path old = parent / fmt::format(".{}.old.{}.{}", target.filename().string(), ::getpid(), counter++);
+      fs::rename(target, old);
+      fs::rename(temp, target);
+      fs::remove_all(old);
+      return;
+    }
+    fs::remove_all(temp);
+  } catch (const fs::filesystem_error& e) {
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    throw IoError(fmt::format("cannot write the program folder '{}': {}", dir.string(), e.code().message()));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    throw;
+  }
 }
 
 std::vector<fs::path> chip_folders(const fs::path& dir) {

@@ -22,6 +22,14 @@ struct ProgramFolder {
   void write(const fs::path& dir) const;
 };
 
+// Authors `dir` as exactly this program (one folder) or split (chip0/, chip1/, ...),
+// replacing what was there in one step: everything is written to a sibling temporary
+// folder, which then takes the place of `dir` (an atomic exchange where the filesystem
+// has one), so no stale chip folder or program survives beside the new one. A `dir`
+// that exists and is not a program folder (anything but program.txt, manifest.json and
+// chipN/ program folders) is refused with an IoError and left untouched.
+void publish_program(const fs::path& dir, const std::vector<ProgramFolder>& chips, bool split);
+
 // The chip folders of a split folder, in chip order; empty for a single-chip folder.
 std::vector<fs::path> chip_folders(const fs::path& dir);
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/safetensors.h"
 
 namespace cutcheck {
@@ -48,6 +49,11 @@ Manifest Manifest::from_json(const Json& json, const std::string& source) {
     w.type.shape = json_int_list(entry, "shape", where);
     for (int64_t d : w.type.shape)
       if (d < 0) throw FormatError(fmt::format("{}: shape {} has a negative dimension", where, shape_str(w.type.shape)));
+    try {
+      check_memory(w.type.bytes(), where);  // a shape whose size overflows, or no run could hold
+    } catch (const LimitError& e) {
+      throw FormatError(fmt::format("{}: shape {} is too large ({})", where, shape_str(w.type.shape), e.what()));
+    }
     if (!names.insert(w.name).second) throw FormatError(fmt::format("{}: named twice", where));
     m.weights.push_back(std::move(w));
   }

@@ -187,7 +187,9 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
         if (start[i] < 0 || start[i] > limit[i] || limit[i] > in[0]->shape[i] || strides[i] < 1)
           fail(op, fmt::format("dimension {}: need 0 <= start ({}) <= limit ({}) <= size ({}) and stride ({}) >= 1",
                                i, start[i], limit[i], in[0]->shape[i], strides[i]));
-        t.shape.push_back((limit[i] - start[i] + strides[i] - 1) / strides[i]);
+        // ceil(extent / stride) without forming extent + stride - 1, which overflows for huge strides.
+        const int64_t extent = limit[i] - start[i];  // 0 <= extent <= size, checked above
+        t.shape.push_back(extent == 0 ? 0 : 1 + (extent - 1) / strides[i]);
       }
       return t;
     }
@@ -200,7 +202,9 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
         bool fits = x->dtype == t.dtype && x->rank() == t.rank();
         for (size_t i = 0; fits && i < t.shape.size(); ++i) fits = int64_t(i) == d || x->shape[i] == in[0]->shape[i];
         if (!fits) fail(op, fmt::format("{} does not fit beside {} along dimension {}", x->str(), in[0]->str(), d));
-        t.shape[size_t(d)] += x->shape[size_t(d)];
+        int64_t& total = t.shape[size_t(d)];
+        if (__builtin_add_overflow(total, x->shape[size_t(d)], &total))
+          fail(op, fmt::format("the sizes along dimension {} add up to more than 2^63", d));
       }
       return t;
     }
@@ -276,7 +280,9 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
       if (d < 0 || d >= in[0]->rank())
         fail(op, fmt::format("all_gather_dim {} is not a dimension of {}", d, in[0]->str()));
       TensorType t = *in[0];
-      t.shape[size_t(d)] *= int64_t(groups[0].size());
+      int64_t& size = t.shape[size_t(d)];
+      if (__builtin_mul_overflow(size, int64_t(groups[0].size()), &size))
+        fail(op, fmt::format("gathering {} along dimension {} {} times overflows", in[0]->str(), d, groups[0].size()));
       return t;
     }
   }

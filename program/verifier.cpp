@@ -6,6 +6,7 @@
 #include <climits>
 #include <set>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/limits.h"
 
@@ -48,9 +49,10 @@ class Verifier {
       }
       if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather) check_groups(op);
       define(op.result, op.loc);
-      bytes += p_.type(op.result).bytes();
+      bytes = checked_add(bytes, p_.type(op.result).bytes(), fmt::format("{}: the program's values", source_));
     }
-    for (const InputDecl& in : p_.inputs) bytes += p_.type(in.value).bytes();
+    for (const InputDecl& in : p_.inputs)
+      bytes = checked_add(bytes, p_.type(in.value).bytes(), fmt::format("{}: the program's values", source_));
     check_memory(bytes, fmt::format("{}: the program's values", source_));
     std::set<std::string> output_names;
     for (const OutputDecl& o : p_.outputs) {

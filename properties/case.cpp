@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/footprint.h"
 #include "core/random.h"
 #include "model/sharding.h"
 #include "model/signature.h"
@@ -85,6 +86,7 @@ Case Case::from_json(const Json& json, const std::string& source) {
   c.tp = json_int(json, "tp", source);
   c.k_scale = float(json_number(json, "k_scale", source));
   c.cut.check_possible(c.spec);
+  check_run_fits(c.spec, c.cut, source);  // before the replay makes weights or caches
   check_case(c, source);
   return c;
 }

@@ -4,6 +4,8 @@
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListener.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <sstream>
 
@@ -36,6 +38,12 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
     } catch (const std::exception& e) {
       throw Error(std::string("cannot read the reproduce string: ") + e.what());
     }
+    // The string is input: a size outside what generation ever uses would build specs and
+    // cuts no run could hold (or negative widths), so it is refused here, by name.
+    for (const auto& [name, r] : replay)
+      if (r.size < 0 || r.size > params.maxSize)
+        throw InputError(fmt::format("the reproduce string: property '{}': size {} is outside [0, {}]", name, r.size,
+                                     params.maxSize));
   }
   Silent listener;
   auto start = std::chrono::steady_clock::now();

@@ -27,15 +27,16 @@ void add_author(CLI::App& app) {
     Cut cut = Cut::parse(args->cut, "--cut");
     if (args->tp == 1) {
       Authored a = write(cut, spec, path_from(args->out, args->dir));
-      ProgramFolder{a.program, a.manifest, a.text}.write(args->out);
+      publish_program(args->out, {ProgramFolder{a.program, a.manifest, a.text}}, false);
       fmt::print("wrote {}/program.txt ({} ops) and {}/manifest.json ({} weights)\n", args->out, a.program.ops.size(),
                  args->out, a.manifest.weights.size());
       return;
     }
     fs::path out(args->out);
     std::vector<Authored> chips = write_split(cut, spec, path_from(out / "chip0", args->dir), args->tp);
-    for (size_t c = 0; c < chips.size(); ++c)
-      ProgramFolder{chips[c].program, chips[c].manifest, chips[c].text}.write(out / fmt::format("chip{}", c));
+    std::vector<ProgramFolder> folders;
+    for (const Authored& chip : chips) folders.push_back(ProgramFolder{chip.program, chip.manifest, chip.text});
+    publish_program(out, folders, true);
     fmt::print("wrote {} chip programs to {}/chip0 .. chip{} (their weights: {}/{})\n", chips.size(), args->out,
                chips.size() - 1, args->dir, shard_file(args->tp, 0).substr(0, shard_file(args->tp, 0).find('/')));
   });

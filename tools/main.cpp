@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_export_mlir(app);
   cutcheck::cli::add_export_onnx(app);
   try {
+    // A malformed CUTCHECK_MEMORY_LIMIT is refused before any command starts, not at the
+    // first allocation in the middle of one.
+    cutcheck::memory_limit();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version print and succeed; every usage error is exit 2, whatever code

@@ -1,0 +1,129 @@
+#include "model/footprint.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/limits.h"
+
+namespace cutcheck {
+namespace {
+
+// One monomial of an estimate: a product of spec and cut fields, times 4 bytes (f32) and
+// a constant. Keeping the factors lets a refusal say which numbers make it large.
+struct Term {
+  double constant;
+  std::vector<std::pair<const char*, int64_t>> factors;
+
+  double bytes() const {
+    double b = 4.0 * constant;
+    for (const auto& f : factors) b *= double(f.second);
+    return b;
+  }
+};
+
+struct Component {
+  const char* name;  // "the weights", "the kv caches", "the activations"
+  std::vector<Term> terms;
+
+  double bytes() const {
+    double b = 0;
+    for (const Term& t : terms) b += t.bytes();
+    return b;
+  }
+
+  // "layers = 1000000000" or "ctx = 500000000 (with layers = 2, kv_heads = 2, head_dim = 4)":
+  // the factors of the largest term, the largest of them first.
+  std::string blame() const {
+    const Term* worst = &terms.front();
+    for (const Term& t : terms)
+      if (t.bytes() > worst->bytes()) worst = &t;
+    auto factors = worst->factors;
+    std::stable_sort(factors.begin(), factors.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (factors.empty()) return "the spec";
+    std::string out = fmt::format("{} = {}", factors[0].first, factors[0].second);
+    std::vector<std::string> rest;
+    for (size_t i = 1; i < factors.size(); ++i) rest.push_back(fmt::format("{} = {}", factors[i].first, factors[i].second));
+    if (!rest.empty()) out += fmt::format(" (with {})", fmt::join(rest, ", "));
+    return out;
+  }
+};
+
+Component weights_part(const ModelSpec& s) {
+  using F = std::pair<const char*, int64_t>;
+  const F V{"vocab", s.vocab}, D{"dim", s.dim}, L{"layers", s.layers}, H{"heads", s.heads}, K{"kv_heads", s.kv_heads},
+      E{"head_dim", s.head_dim}, FF{"ffn", s.ffn};
+  return {"the weights",
+          {{s.tied ? 1.0 : 2.0, {V, D}},  // embedding, and the head when untied
+           {1.0, {D}},                    // final norm
+           {2.0, {L, D}},                 // two norms per layer
+           {2.0, {L, H, E, D}},           // wq, wo
+           {2.0, {L, K, E, D}},           // wk, wv
+           {3.0, {L, FF, D}}}};           // w1, w2, w3
+}
+
+std::vector<Component> run_parts(const ModelSpec& s, const Cut& cut) {
+  using F = std::pair<const char*, int64_t>;
+  const CutParams p = cut_params(cut.kind);
+  const bool rows = p.rows, whole = cut.part() == cutcheck::Part::whole;
+  const int64_t ctx = p.ctx ? cut.ctx : 1;
+  const F R{"rows", rows ? cut.rows : 1}, C{"ctx", ctx}, L{"layers", whole ? s.layers : 1},
+      K{"kv_heads", s.kv_heads}, E{"head_dim", s.head_dim}, H{"heads", s.heads}, V{"vocab", s.vocab},
+      D{"dim", s.dim}, FF{"ffn", s.ffn};
+  std::vector<Component> parts{weights_part(s)};
+  if (p.ctx) {
+    // k and v per layer, as inputs and again as outputs; batch rows each carry their own.
+    Term caches{4.0, {L, C, K, E}};
+    if (cut.family() == Family::batch) caches.factors.insert(caches.factors.begin(), R);
+    parts.push_back({"the kv caches", {caches}});
+  }
+  parts.push_back({"the activations", {{3.0, {R, FF}}, {2.0, {R, V}}, {1.0, {R, H, C}}, {8.0, {R, D}}}});
+  return parts;
+}
+
+[[noreturn]] void refuse(const std::string& source, const std::string& subject, const Component& part, double total) {
+  std::string what = fmt::format("{} makes {} {}", part.blame(), part.name, human_bytes(part.bytes()));
+  if (total > part.bytes()) what += fmt::format(" (the whole run {})", human_bytes(total));
+  throw LimitError(fmt::format("{}: {}{}, above the memory limit of {} (CUTCHECK_MEMORY_LIMIT)", source, subject, what,
+                               human_bytes(double(memory_limit()))));
+}
+
+}  // namespace
+
+std::string human_bytes(double bytes) {
+  static const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  if (!(bytes >= 1024)) return fmt::format("{} bytes", bytes);
+  int u = -1;
+  while (bytes >= 1024 && u + 1 < int(std::size(units))) bytes /= 1024, ++u;
+  return fmt::format("{:.3g} {}", bytes, units[u]);
+}
+
+double weight_bytes(const ModelSpec& spec) { return weights_part(spec).bytes(); }
+
+double run_bytes(const ModelSpec& spec, const Cut& cut) {
+  double total = 0;
+  for (const Component& part : run_parts(spec, cut)) total += part.bytes();
+  return total;
+}
+
+void check_model_fits(const ModelSpec& spec, const std::string& source) {
+  Component w = weights_part(spec);
+  // Exactly the limit is refused too: the weights are never all a run holds.
+  if (w.bytes() >= double(memory_limit())) refuse(source, "", w, w.bytes());
+}
+
+void check_run_fits(const ModelSpec& spec, const Cut& cut, const std::string& source) {
+  std::vector<Component> parts = run_parts(spec, cut);
+  double total = 0;
+  for (const Component& part : parts) total += part.bytes();
+  if (total <= double(memory_limit())) return;
+  const Component* worst = &parts.front();
+  for (const Component& part : parts)
+    if (part.bytes() > worst->bytes()) worst = &part;
+  refuse(source, fmt::format("{}: ", cut.str()), *worst, total);
+}
+
+}  // namespace cutcheck
