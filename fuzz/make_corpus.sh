@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,cut_params}
+rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,cut_params,replay}
 cd "$work"
 
 # A small spec keeps the programs short.
@@ -67,6 +67,10 @@ cat > "$out/json/case" <<'JSON'
 {"spec": {"name": "small", "vocab": 8, "dim": 4, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 2, "ffn": 4, "norm_eps": 1e-05, "rope_theta": 10000.0, "rope_style": "half", "tied": false}, "cut": "batch{rows=2,ctx=3}", "tokens": [1, 2], "positions": [0, 2], "weight_seed": 3, "data_seed": 4, "tp": 1, "k_scale": 1.0}
 JSON
 printf '\002' | cat - "$out/json/case" > "$out/json/case2" && mv "$out/json/case2" "$out/json/case"
+# fuzz_replay: the same case.json (first byte even), and reproduce strings (odd).
+cp "$out/json/case" "$out/replay/case"
+printf '\001reproduce=' > "$out/replay/reproduce_empty"
+printf '\001seed=1 max_success=10 reproduce=' > "$out/replay/config"
 
 i=0
 for cut in 'decode{ctx=16}' 'prefill{rows=4,ctx=16}' 'batch{rows=4,ctx=32}' forward 'forward_layer{layer=1}' \

@@ -31,7 +31,10 @@ void ProgramFolder::write(const fs::path& dir) const {
 
 namespace {
 
-bool is_program_file(const fs::path& name) { return name == "program.txt" || name == "manifest.json"; }
+// spec.json too: program folders describe themselves (the brief), so authors write it.
+bool is_program_file(const fs::path& name) {
+  return name == "program.txt" || name == "manifest.json" || name == "spec.json";
+}
 
 bool is_chip_name(const std::string& name) {
   if (name.size() < 5 || name.rfind("chip", 0) != 0) return false;

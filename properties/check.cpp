@@ -23,6 +23,22 @@ class Silent : public rc::detail::TestListener {
 
 }  // namespace
 
+std::unordered_map<std::string, rc::detail::Reproduce> read_reproduce(const std::string& text, int max_size) {
+  std::unordered_map<std::string, rc::detail::Reproduce> replay;
+  try {
+    replay = rc::detail::configFromString(text).reproduce;
+  } catch (const std::exception& e) {
+    throw Error(std::string("cannot read the reproduce string: ") + e.what());
+  }
+  // The string is input: a size outside what generation ever uses would build specs and
+  // cuts no run could hold (or negative widths), so it is refused here, by name.
+  for (const auto& [name, r] : replay)
+    if (r.size < 0 || r.size > max_size)
+      throw InputError(fmt::format("the reproduce string: property '{}': size {} is outside [0, {}]", name, r.size,
+                                   max_size));
+  return replay;
+}
+
 CheckResult check(const Property& property, const Subject& subject, const CheckOptions& options) {
   rc::detail::TestMetadata metadata;
   metadata.id = property.name;
@@ -32,19 +48,7 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
   params.seed = options.seed;
   params.disableShrinking = !options.shrink;
   std::unordered_map<std::string, rc::detail::Reproduce> replay;
-  if (!options.reproduce.empty()) {
-    try {
-      replay = rc::detail::configFromString(options.reproduce).reproduce;
-    } catch (const std::exception& e) {
-      throw Error(std::string("cannot read the reproduce string: ") + e.what());
-    }
-    // The string is input: a size outside what generation ever uses would build specs and
-    // cuts no run could hold (or negative widths), so it is refused here, by name.
-    for (const auto& [name, r] : replay)
-      if (r.size < 0 || r.size > params.maxSize)
-        throw InputError(fmt::format("the reproduce string: property '{}': size {} is outside [0, {}]", name, r.size,
-                                     params.maxSize));
-  }
+  if (!options.reproduce.empty()) replay = read_reproduce(options.reproduce, params.maxSize);
   Silent listener;
   auto start = std::chrono::steady_clock::now();
   auto result = rc::detail::checkProperty(rc::detail::toProperty([&] { property.body(subject); }), metadata, params,
