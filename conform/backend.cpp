@@ -41,7 +41,10 @@ class CommandLowered : public Lowered {
     }
     if (!r.ok()) {
       fs::remove_all(scratch);
-      throw BackendFailed(fmt::format("the backend {}", r.describe()), r.stderr_tail);
+      const std::string fault = r.timed_out ? "timed out"
+                                : r.signal  ? fmt::format("was killed by signal {}", r.signal)
+                                            : fmt::format("exited with {}", r.exit_code);
+      throw BackendFailed(fmt::format("the backend {}", r.describe()), r.stderr_tail, fault);
     }
     try {
       TensorMap outputs;

@@ -65,8 +65,10 @@ class CommandBackend : public Backend {
 // unreadable outputs. Carries the tail of what the backend printed.
 class BackendFailed : public Error {
  public:
-  BackendFailed(const std::string& what, std::string stderr_tail) : Error(what), stderr_tail(std::move(stderr_tail)) {}
+  BackendFailed(const std::string& what, std::string stderr_tail, std::string fault = {})
+      : Error(what), stderr_tail(std::move(stderr_tail)), fault(std::move(fault)) {}
   std::string stderr_tail;
+  std::string fault;  // the process's own failure (exit code, signal, timeout); empty for bad outputs
 };
 
 }  // namespace cutcheck

@@ -15,6 +15,8 @@
 #include "conform/judge.h"
 #include "conform/reproducer.h"
 #include "core/error.h"
+#include "core/interrupt.h"
+#include "core/temp_folder.h"
 #include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"
@@ -82,10 +84,19 @@ class Evaluator {
     return memo_[key] = {r, work};
   }
 
-  // Forgets the cases of one campaign case and removes their folders.
+  // Keeps the evaluation of `work` through clear(): a failure waiting to be shrunk.
+  void pin(const fs::path& work) { pinned_.insert(work); }
+
+  // Forgets the evaluations not pinned and removes their folders.
   void clear() {
-    for (auto& [key, entry] : memo_) fs::remove_all(entry.second);
-    memo_.clear();
+    for (auto it = memo_.begin(); it != memo_.end();) {
+      if (pinned_.count(it->second.second)) {
+        ++it;
+        continue;
+      }
+      fs::remove_all(it->second.second);
+      it = memo_.erase(it);
+    }
   }
   int runs() const { return runs_; }
 
@@ -95,71 +106,130 @@ class Evaluator {
   fs::path root_;
   int count_ = 0, runs_ = 0;
   std::map<std::string, std::pair<CaseResult, fs::path>> memo_;
+  std::set<fs::path> pinned_;
 };
+
+// When the first `limit` cases all failed, with the backend process failing the same way
+// each time, the reason to stop; otherwise empty. Shrinking such failures would only repeat
+// the fault (a missing command, a hang, a crash at start-up) once per cut kind.
+std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend) {
+  if (limit < 1 || results.size() != size_t(limit)) return "";
+  for (const CaseResult& r : results)
+    if (r.verdict != Verdict::failed || r.fault.empty() || r.fault != results.front().fault) return "";
+  const CaseResult& r = results.front();
+  std::string why = fmt::format("the backend '{}' {} on each of the first {} cases; stopped without shrinking",
+                                backend, r.fault, limit);
+  if (r.fault == "exited with 127") why += " (127: the shell did not find the command?)";
+  std::string tail = r.stderr_tail;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  if (size_t at = tail.rfind('\n'); at != std::string::npos) tail = tail.substr(at + 1);
+  if (!tail.empty()) why += fmt::format("; its stderr ends: {}", tail);
+  return why;
+}
+
+using Clock = std::chrono::steady_clock;
+
+rc::detail::TestParams case_params(const ConformOptions& o, int i) {
+  rc::detail::TestParams params;
+  params.seed = mix64(o.seed, uint64_t(i));
+  params.maxSuccess = 1;
+  params.disableShrinking = true;
+  return params;
+}
 
 }  // namespace
 
 ConformReport conform(Backend& backend, const ConformOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   ConformReport report{backend.name(), o};
-  char pattern[] = "/tmp/cutcheck-conform-XXXXXX";
-  if (!mkdtemp(pattern)) throw IoError("cannot create a temporary folder for the campaign");
-  const fs::path root = pattern;
+  TempFolder temp("conform");
+  const fs::path& root = temp.path();
   const rc::Gen<Case> gen = gen_conform_case(o);
-  std::set<CutKind> shrunk;
   Evaluator evaluate(backend, o, root);
-
-  for (int i = 0; i < o.cases; ++i) {
-    rc::detail::TestMetadata metadata{fmt::format("case {}", i), "conformance"};
-    rc::detail::TestParams params;
-    params.seed = mix64(o.seed, uint64_t(i));
-    params.maxSuccess = 1;
-    params.disableShrinking = true;
-    Silent listener;
-
-    // The case itself.
+  Silent listener;
+  // The first failure of each cut kind, shrunk once every case has run (so that a backend
+  // that fails everything is found out before any shrinking).
+  struct Pending {
+    int index;
     std::pair<CaseResult, fs::path> first;
-    rc::detail::checkProperty(rc::detail::toProperty([&] {
-                                first = evaluate(*gen);
-                                if (first.first.verdict == Verdict::failed) RC_FAIL(first.first.failure);
-                              }),
-                              metadata, params, listener, {});
-    report.results.push_back(first.first);
-    if (o.progress) o.progress(i + 1, o.cases);
-    if (first.first.verdict != Verdict::failed || shrunk.count(first.first.c.cut.kind)) {
+  };
+  std::vector<Pending> pending;
+  std::set<CutKind> kinds_failed;
+
+  try {
+    for (int i = 0; i < o.cases; ++i) {
+      rc::detail::TestMetadata metadata{fmt::format("case {}", i), "conformance"};
+      std::pair<CaseResult, fs::path> first;
+      bool ran = false;
+      rc::detail::checkProperty(rc::detail::toProperty([&] {
+                                  try {
+                                    first = evaluate(*gen);
+                                    ran = true;
+                                  } catch (const Interrupted&) {
+                                    return;  // RapidCheck takes any exception for a failure; looked at below
+                                  }
+                                  if (first.first.verdict == Verdict::failed) RC_FAIL(first.first.failure);
+                                }),
+                                metadata, case_params(o, i), listener, {});
+      throw_if_interrupted();
+      if (!ran) throw Error(fmt::format("case {} could not be generated", i));
+      report.results.push_back(first.first);
+      if (o.progress) o.progress(i + 1, o.cases);
+      if (first.first.verdict == Verdict::failed && kinds_failed.insert(first.first.c.cut.kind).second) {
+        evaluate.pin(first.second);
+        pending.push_back({i, first});
+      }
       evaluate.clear();
-      continue;
+      report.stopped = same_fault(report.results, o.same_fault_limit, backend.name());
+      if (!report.stopped.empty()) break;
     }
 
-    // The first failure of this cut kind: shrink it (every new evaluation is a backend
-    // run), bisect it, keep it.
-    shrunk.insert(first.first.c.cut.kind);
-    Failure f{i, first.first, first.first};
-    fs::path kept = first.second;
-    if (o.shrink) {
-      params.disableShrinking = false;
-      const int before = evaluate.runs();
-      rc::detail::checkProperty(rc::detail::toProperty([&] {
-                                  const Case c = *gen;
-                                  if (evaluate.runs() - before >= o.shrink_budget) return;  // no budget: accept no more
-                                  auto [r, work] = evaluate(c);
-                                  if (r.verdict != Verdict::failed) return;
-                                  f.shrunk = r;
-                                  kept = work;
-                                  RC_FAIL(r.failure);
-                                }),
-                                metadata, params, listener, {});
-      f.shrink_runs = evaluate.runs() - before;
+    for (Pending& p : pending) {
+      Failure f{p.index, p.first.first, p.first.first};
+      fs::path kept = p.first.second;
+      const double budget =
+          o.shrink_seconds > 0 ? o.shrink_seconds : std::max(10.0, 10 * p.first.first.seconds);
+      const auto deadline = Clock::now() + std::chrono::duration<double>(budget);
+      if (o.shrink && report.stopped.empty()) {
+        // Shrink (every new evaluation is a backend run) within the run and time budgets.
+        rc::detail::TestMetadata metadata{fmt::format("case {}", p.index), "conformance"};
+        rc::detail::TestParams params = case_params(o, p.index);
+        params.disableShrinking = false;
+        const int before = evaluate.runs();
+        rc::detail::checkProperty(rc::detail::toProperty([&] {
+                                    const Case c = *gen;
+                                    if (evaluate.runs() - before >= o.shrink_budget || Clock::now() >= deadline ||
+                                        interrupt_signal())
+                                      return;  // no budget left: accept no more
+                                    std::pair<CaseResult, fs::path> e;
+                                    try {
+                                      e = evaluate(c);
+                                    } catch (const Interrupted&) {
+                                      return;
+                                    }
+                                    if (e.first.verdict != Verdict::failed) return;
+                                    f.shrunk = e.first;
+                                    kept = e.second;
+                                    RC_FAIL(e.first.failure);
+                                  }),
+                                  metadata, params, listener, {});
+        throw_if_interrupted();
+        f.shrink_runs = evaluate.runs() - before;
+      }
+      if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
+      else if (Clock::now() >= deadline) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
+      else f.piece = bisect(backend, f.shrunk.c, o, root / "bisect");
+      f.reproducer = fs::absolute(o.keep) / fmt::format("case-{}", p.index);  // the printed command works from anywhere
+      f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
+      write_reproducer(f, o, kept, backend.name());
+      report.failures.push_back(std::move(f));
+      evaluate.clear();
     }
-    f.piece = bisect(backend, f.shrunk.c, o, root / "bisect");
-    f.reproducer = fs::absolute(o.keep) / fmt::format("case-{}", i);  // the printed command works from anywhere
-    f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
-    write_reproducer(f, o, kept, backend.name());
-    evaluate.clear();
-    report.failures.push_back(std::move(f));
+  } catch (const Interrupted& e) {
+    report.interrupted = e.signal;  // the report keeps the cases that finished
   }
-  fs::remove_all(root);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  evaluate.clear();
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }
 

@@ -29,6 +29,13 @@ struct ConformOptions {
   bool large_keys = true;
   bool shrink = true;
   int shrink_budget = 200;         // backend runs allowed while shrinking one failure
+  // Wall time allowed for shrinking and bisecting one failure; 0 means the default,
+  // max(10 s, 10 x the failing case's time), so that a backend that times out is shrunk
+  // for a bounded while and not for 200 timeouts.
+  double shrink_seconds = 0;
+  // Cases after which a backend that failed every one of them the same way (the same exit
+  // code, signal or timeout) stops the campaign unshrunk.
+  int same_fault_limit = 3;
   fs::path keep = "conform-failures";  // reproducer folders
   std::string replay_prefix;       // how to re-run: "cutcheck conform --backend '...'"
   std::function<void(int done, int total)> progress;
@@ -42,6 +49,9 @@ struct CaseResult {
   std::string failure = {};              // what went wrong
   std::vector<OutputError> errors = {};  // per output, when outputs came back
   std::string stderr_tail = {};
+  // How the backend process failed, when it did ("exited with 127", "was killed by signal
+  // 11", "timed out"); empty when outputs came back or cutcheck itself failed.
+  std::string fault = {};
   double seconds = 0;
 };
 
@@ -60,6 +70,8 @@ struct ConformReport {
   std::vector<CaseResult> results = {};
   std::vector<Failure> failures = {};  // the shrunk first failure of each cut kind
   double seconds = 0;
+  std::string stopped = {};  // why the campaign stopped early (every case failed the same way)
+  int interrupted = 0;       // the signal (SIGINT, SIGTERM) that stopped it; results are what finished
   int count(Verdict v) const;
   bool passed() const;  // no failure, and at least one case passed
 };

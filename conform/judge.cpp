@@ -1,6 +1,7 @@
 #include "conform/judge.h"
 
 #include "core/safetensors.h"
+#include "core/text.h"
 
 namespace cutcheck {
 
@@ -22,14 +23,15 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
     }
   } catch (const NotYet& e) {
     r.verdict = Verdict::unsupported;
-    r.failure = e.what();
+    r.failure = clean_text(e.what());
   } catch (const BackendFailed& e) {
     r.verdict = Verdict::failed;
-    r.failure = e.what();
-    r.stderr_tail = e.stderr_tail;
+    r.failure = clean_text(e.what());  // it may quote what the backend wrote (tensor names, bytes)
+    r.stderr_tail = e.stderr_tail;     // clean already (core/process)
+    r.fault = e.fault;
   } catch (const std::exception& e) {
     r.verdict = Verdict::failed;
-    r.failure = e.what();
+    r.failure = clean_text(e.what());
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
+
 #include <cctype>
 #include <map>
 
@@ -80,11 +82,15 @@ std::string summary_table(const ConformReport& report) {
     std::string tail = f.shrunk.stderr_tail;
     while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
     if (!tail.empty()) {
-      if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
+      if (tail.size() > 600) tail = "..." + utf8_tail(tail, 600);
       out += fmt::format("  backend stderr (tail):\n{}\n", tail);
     }
     out += fmt::format("  reproducer: {}\n  re-run: {}\n", f.reproducer.string(), f.command);
   }
+  if (!report.stopped.empty()) out += fmt::format("\nSTOPPED: {}\n", report.stopped);
+  if (report.interrupted)
+    out += fmt::format("\nINTERRUPTED by signal {}: {} of {} cases finished\n", report.interrupted, report.results.size(),
+                       report.options.cases);
   if (report.count(Verdict::passed) == 0) out += "\nno case passed: a run that checks nothing does not pass\n";
   return out;
 }
@@ -169,6 +175,8 @@ Json report_json(const ConformReport& report) {
             {"failed", report.count(Verdict::failed)},
             {"unsupported", report.count(Verdict::unsupported)}}},
           {"seconds", report.seconds},
+          {"stopped", report.stopped},
+          {"interrupted", report.interrupted},
           {"summary", summary},
           {"failures", failures},
           {"cases", cases}};

@@ -1,12 +1,12 @@
 #include "conform/reproducer.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json.h"
 #include "core/sha256.h"
+#include "core/temp_folder.h"
 #include "model/sharding.h"
 #include "model/weights.h"
 #include "conform/case_files.h"
@@ -80,11 +80,8 @@ CaseResult replay(Backend& backend, const fs::path& reproducer, const ConformOpt
                               where, dir.string(), got, want));
     o.weights = dir;
   }
-  char pattern[] = "/tmp/cutcheck-replay-XXXXXX";
-  fs::path work = mkdtemp(pattern);
-  CaseResult r = run_case(backend, c, o, work / "case");
-  fs::remove_all(work);
-  return r;
+  TempFolder work("replay");
+  return run_case(backend, c, o, work.path() / "case");
 }
 
 }  // namespace cutcheck

@@ -61,6 +61,49 @@ std::string read_file(const fs::path& path, uint64_t max_bytes) {
   return text;
 }
 
+namespace {
+
+void write_all(int fd, std::span<const std::byte> bytes, const fs::path& what) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_io("write", what);
+    done += size_t(n);
+  }
+}
+
+// The preferred way: an unnamed file (O_TMPFILE) in the destination's folder, given a name
+// only once it is complete, so a kill -9 while writing leaves nothing behind. False when
+// the filesystem has no O_TMPFILE; then the caller writes a named temporary file.
+bool write_unnamed(const fs::path& path, std::span<const std::byte> bytes) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  Descriptor file{::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644)};
+  if (file.fd < 0) {
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL || errno == ENOENT) return false;
+    fail_io("create a file in", dir);
+  }
+  write_all(file.fd, bytes, path);
+  const std::string proc = fmt::format("/proc/self/fd/{}", file.fd);
+  // A new destination is linked in place at once; an existing one is replaced by linking
+  // beside it and renaming over it (linkat cannot replace), a window of two system calls.
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
+  if (errno != EEXIST) return false;  // /proc unavailable, say: the named way still works
+  static std::atomic<unsigned> counter{0};
+  fs::path temp = path;
+  temp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) != 0) fail_io("link", temp);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    errno = saved;
+    fail_io("rename into", path);
+  }
+  return true;
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
   // Renaming over a device, FIFO or folder would replace it (as root, /dev/null becomes a
   // regular file); a destination that exists must be a regular file.
@@ -73,23 +116,18 @@ void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
                                                                                         : "not a file"));
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  if (write_unnamed(path, bytes)) return;
   static std::atomic<unsigned> counter{0};
   fs::path temp = path;
   temp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
   {
     Descriptor file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (file.fd < 0) fail_io("create", temp);
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(file.fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int saved = errno;
-        ::unlink(temp.c_str());
-        errno = saved;
-        fail_io("write", temp);
-      }
-      done += size_t(n);
+    try {
+      write_all(file.fd, bytes, temp);
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
     }
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {

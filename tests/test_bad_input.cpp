@@ -4,6 +4,9 @@
 // atomic writes.
 #include <gmock/gmock.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -471,6 +474,36 @@ TEST(Limits, AMemoryBombIsRefusedBeforeAllocating) {
   EXPECT_NO_THROW(program(head + "input %x : f32[512,1024]\n%y = negate %x : f32[512,1024]\noutput y = %y\n"));
   EXPECT_EQ(parse_byte_size("16G"), uint64_t{16} << 30);
   EXPECT_THROW(parse_byte_size("lots"), Error);
+}
+
+// kill -9 in the middle of a write leaves no OUT.tmp.* beside the destination: the data
+// goes to an unnamed file (O_TMPFILE) that gets its name only when complete.
+TEST(Files, AKilledWriteLeavesNoTemporaryFile) {
+  fs::path dir = test::temp_dir("killed-write");
+  {
+    int probe = ::open(dir.c_str(), O_TMPFILE | O_WRONLY, 0644);
+    if (probe < 0) GTEST_SKIP() << "no O_TMPFILE on this filesystem: the named fallback is used";
+    ::close(probe);
+  }
+  const fs::path file = dir / "big.safetensors";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string big(size_t(512) << 20, 'x');  // long enough to be killed while writing
+    (void)!::write(ready[1], "w", 1);
+    write_file_atomic(file, big);
+    _exit(0);
+  }
+  char go;
+  ASSERT_EQ(::read(ready[0], &go, 1), 1);
+  ::close(ready[0]), ::close(ready[1]);
+  usleep(20 * 1000);  // well inside the write
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path(), file) << "left behind: " << e.path();
 }
 
 TEST(Files, WritesAreAtomic) {

@@ -96,25 +96,29 @@ INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(fault_names()
   return n;
 });
 
-// A misbehaving backend: every case fails with `why`, and the run finishes.
-void expect_reported(const std::string& script, const std::string& why, double timeout = 30) {
+// A misbehaving backend: every case fails with `why`, and the run finishes. A process that
+// fails the same way each time (a crash, a hang) stops the campaign after 3 cases.
+void expect_reported(const std::string& script, const std::string& why, bool same_fault, double timeout = 30) {
   setenv("CUTCHECK", cutcheck_binary.c_str(), 1);
   CommandBackend backend(backends + "/" + script, timeout);
   ConformOptions o = options(script, 4);
   o.kinds = {CutKind::decode, CutKind::decode_layer};
   o.shrink = false;  // shrinking a backend that hangs waits out the timeout at every step
   ConformReport r = conform(backend, o);
-  EXPECT_EQ(r.results.size(), 4u);
-  EXPECT_EQ(r.count(Verdict::failed), 4);
+  const int expected = same_fault ? 3 : 4;
+  EXPECT_EQ(r.results.size(), size_t(expected));
+  EXPECT_EQ(r.count(Verdict::failed), expected);
   for (const CaseResult& c : r.results) EXPECT_THAT(c.failure, HasSubstr(why)) << script;
+  if (same_fault) EXPECT_THAT(r.stopped, HasSubstr(script)) << "the message names the command";
+  else EXPECT_EQ(r.stopped, "");
 }
 
 TEST(Conform, ReportsBackendsThatCrashHangOrWriteGarbage) {
-  expect_reported("segfault.sh", "killed by signal 11 (Segmentation fault)");
-  expect_reported("hang.sh", "timed out after 1.0 s", 1.0);
-  expect_reported("truncated.sh", "outputs cannot be read: OUT: header length");
-  expect_reported("garbage.sh", "outputs cannot be read");
-  expect_reported("no_output.sh", "cannot open 'OUT'");
+  expect_reported("segfault.sh", "killed by signal 11 (Segmentation fault)", true);
+  expect_reported("hang.sh", "timed out after 1.0 s", true, 1.0);
+  expect_reported("truncated.sh", "outputs cannot be read: OUT: header length", false);
+  expect_reported("garbage.sh", "outputs cannot be read", false);
+  expect_reported("no_output.sh", "cannot open 'OUT'", false);
 }
 
 TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {

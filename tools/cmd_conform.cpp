@@ -4,6 +4,7 @@
 
 #include "conform/report.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "harness/faults.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -40,6 +41,7 @@ void add_conform(CLI::App& app) {
     int cases = 100;
     uint64_t seed = 1;
     double timeout = 60;
+    std::optional<double> shrink_time;
     std::optional<double> atol, rtol, nmse;
     bool no_shrink = false;
   };
@@ -55,7 +57,12 @@ void add_conform(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
   cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for small random specs")->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
-  cmd->add_option("--timeout", a->timeout, "seconds the backend may take per run")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout, "seconds the backend may take per run")
+      ->capture_default_str()->check(positive_seconds);
+  cmd->add_option("--shrink-time", a->shrink_time,
+                  "seconds allowed for shrinking and bisecting each failure (default: 10 x the failing case's time, "
+                  "at least 10)")
+      ->check(positive_seconds);
   cmd->add_option("--tolerance", a->tolerance,
                   "f32 (atol = rtol = 1e-4, nmse 1e-8) or bf16 (atol = rtol = 0.25, nmse 0.01, no large keys)")
       ->capture_default_str();
@@ -84,6 +91,7 @@ void add_conform(CLI::App& app) {
     if (a->rtol) o.tolerance.rtol = *a->rtol;
     if (a->nmse) o.tolerance.nmse = *a->nmse;
     o.shrink = !a->no_shrink;
+    if (a->shrink_time) o.shrink_seconds = *a->shrink_time;
     o.keep = a->keep;
     o.replay_prefix = fmt::format("cutcheck conform --backend '{}' --tolerance {} --atol {} --rtol {} --nmse {}",
                                   a->backend, a->tolerance, o.tolerance.atol, o.tolerance.rtol, o.tolerance.nmse);
@@ -94,6 +102,7 @@ void add_conform(CLI::App& app) {
       if (tty && done == total) fmt::print(stderr, "\n");
     };
     CommandBackend backend(a->backend, a->timeout);
+    InterruptScope interrupts;  // SIGINT, SIGTERM: stop the backend, report what finished, exit 128 + signal
 
     if (!a->replay.empty()) {
       CaseResult r = replay(backend, a->replay, o);
@@ -107,7 +116,12 @@ void add_conform(CLI::App& app) {
     ConformReport report = conform(backend, o);
     fmt::print("{}", summary_table(report));
     if (!a->junit.empty()) write_file_atomic(a->junit, junit_xml(report));
-    if (!a->json.empty()) write_file_atomic(a->json, report_json(report).dump(2) + "\n");
+    // Every text in the report is clean UTF-8 already (core/text); replacing is the
+    // second line of defence, so that a report is written whatever a backend printed.
+    if (!a->json.empty())
+      write_file_atomic(a->json, report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+    if (report.interrupted) throw Interrupted{report.interrupted};
+    if (!report.stopped.empty()) throw CheckFailed(report.stopped);
     if (!report.passed()) throw CheckFailed("conformance failed");
   });
 }

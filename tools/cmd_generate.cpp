@@ -1,6 +1,10 @@
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "core/error.h"
+#include "core/interrupt.h"
+#include "core/temp_folder.h"
 #include "harness/generate.h"
 #include "conform/backend_runner.h"
 #include "harness/split.h"
@@ -39,15 +43,15 @@ void add_generate(CLI::App& app) {
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
     std::unique_ptr<CutRunner> runner;
     std::unique_ptr<Backend> backend;
-    fs::path work;
+    std::optional<TempFolder> work;
+    std::optional<InterruptScope> interrupts;  // a backend runs: a signal stops it and cleans up
     if (!args->backend.empty()) {
       if (args->weights.empty()) throw Error("--backend needs --weights: the backend reads weights from files");
       if (args->tp != 1) throw NotYet("--backend with --tp: split programs go to the backend as chip folders; not yet");
-      char pattern[] = "/tmp/cutcheck-generate-XXXXXX";
-      if (!mkdtemp(pattern)) throw IoError("cannot create a temporary folder");
-      work = pattern;
+      interrupts.emplace();
+      work.emplace("generate");
       backend = std::make_unique<CommandBackend>(args->backend, 600);
-      runner = std::make_unique<BackendRunner>(*backend, spec, args->weights, work);
+      runner = std::make_unique<BackendRunner>(*backend, spec, args->weights, work->path());
     } else if (args->tp == 1) {
       RunOptions run;
       run.threads = args->threads;
@@ -60,7 +64,6 @@ void add_generate(CLI::App& app) {
       runner = std::make_unique<SplitRunner>(spec, std::move(weights), args->tp);
     }
     Generation g = generate(*runner, spec, options);
-    if (!work.empty()) fs::remove_all(work);
     fmt::print("{}\n", fmt::join(g.tokens, " "));
   });
 }

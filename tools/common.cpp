@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -17,6 +18,17 @@ const CLI::Validator seed_number(
       return "";
     },
     "SEED");
+
+const CLI::Validator positive_seconds(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+          value <= 0 || value > 1e9)
+        return fmt::format("a time in seconds is a number above 0 (and at most 1e9), got '{}'", text);
+      return "";
+    },
+    "SECONDS");
 
 const CLI::Validator tp_width(
     [](std::string& text) -> std::string {

@@ -24,6 +24,10 @@ std::string path_from(const fs::path& from, const std::string& target);
 // For seed options: a decimal number in [0, 2^64), refused (not clamped or wrapped) otherwise.
 extern const CLI::Validator seed_number;
 
+// For time limits in seconds (--timeout): a finite number above 0 (not nan, inf, 0 or
+// negative, which would never expire or always have).
+extern const CLI::Validator positive_seconds;
+
 // For --tp options: a width in [1, 4096].
 extern const CLI::Validator tp_width;
 

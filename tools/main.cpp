@@ -3,8 +3,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/limits.h"
 #include "tools/commands.h"
 
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
     // --help and --version print and succeed; every usage error is exit 2, whatever code
     // CLI11 gives it (docs/exit-codes.md).
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const cutcheck::Interrupted& e) {  // SIGINT, SIGTERM: the clean-up is done by now
+    fmt::print(stderr, "cutcheck: stopped by signal {} ({})\n", e.signal, strsignal(e.signal));
+    return 128 + e.signal;
   } catch (const cutcheck::cli::CheckFailed& e) {
     fmt::print(stderr, "cutcheck: {}\n", e.what());
     return 1;

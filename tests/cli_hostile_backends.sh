@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Hostile backends (tests/backends/) and interrupted campaigns: cutcheck is never taken
+# down, and nothing it or a backend started, and no temporary file, outlives the run.
+# Usage: cli_hostile_backends.sh CUTCHECK
+set -uo pipefail
+cutcheck=$1
+backends=$(cd "$(dirname "$0")/backends" && pwd)
+work=$(mktemp -d)
+export CUTCHECK_TEST_MARKER="cutcheck-hostile-$$-$RANDOM"
+cleanup() {
+  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+mkdir tmp
+export TMPDIR=$work/tmp  # private: every temporary folder cutcheck makes must be gone afterwards
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Nothing left: no process carrying the marker, nothing in TMPDIR, no OUT.tmp.* litter.
+nothing_left() {
+  sleep 0.2
+  local left
+  left=$(pgrep -af "$CUTCHECK_TEST_MARKER" | grep -v pgrep)
+  [ -z "$left" ] || fail "$1: processes left: $left"
+  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
+  [ -z "$(ls -A tmp)" ] || fail "$1: left in TMPDIR: $(ls -A tmp)"
+  rm -rf tmp/* tmp/.[!.]* 2>/dev/null
+  [ -z "$(find . -name '*.tmp.*')" ] || fail "$1: temporary files left: $(find . -name '*.tmp.*')"
+}
+
+# A CUTCHECK_TEST_MARKER-carrying conform; $1 = label, the rest = arguments.
+conform() { "$cutcheck" conform --cuts decode --keep keep "$@" > out.txt 2> err.txt; }
+
+valid_reports() {
+  python3 -c "import sys, json, xml.etree.ElementTree as E; E.parse(sys.argv[1]); json.load(open(sys.argv[2]))" \
+    report.xml report.json || fail "$1: the reports do not parse"
+}
+
+# --timeout that never or always expires is a usage error, before any backend runs.
+for t in nan -1 0 inf; do
+  "$cutcheck" conform --backend "touch ran; false" --timeout "$t" --cases 1 > out.txt 2> err.txt
+  rc=$?
+  [ $rc = 2 ] || fail "--timeout $t exited $rc, not 2"
+  [ ! -e ran ] || fail "--timeout $t ran the backend"
+  grep -q "seconds" err.txt || fail "--timeout $t: no reason given: $(cat err.txt)"
+  rm -f ran
+done
+"$cutcheck" conform --backend "true" --shrink-time -5 --cases 1 > out.txt 2> err.txt
+[ $? = 2 ] || fail "--shrink-time -5 is not a usage error"
+
+# A normal campaign (the reference) leaves nothing.
+conform --backend "$cutcheck run" --cases 2 || fail "the reference did not pass: $(cat out.txt err.txt)"
+nothing_left "a normal campaign"
+
+# A backend that leaves setsid grandchildren behind: all of them are killed.
+conform --backend "$backends/grandchild.sh" --cases 2 --no-shrink
+[ $? = 1 ] || fail "grandchild: not exit 1"
+nothing_left "setsid grandchildren"
+
+# > 4 KiB of UTF-8, raw bytes and control characters on stderr: valid JSON and JUnit.
+conform --backend "$backends/stderr_spam.sh" --cases 1 --no-shrink --junit report.xml --json report.json
+rc=$?
+[ $rc = 1 ] || fail "stderr spam exited $rc, not 1: $(tail -3 err.txt)"
+valid_reports "stderr spam"
+python3 -c "import json,sys; t=json.load(open('report.json'))['failures'][0]['stderr_tail']; \
+assert '\ufffd' in t and '\x1b' not in t and '日本語' in t, t[-200:]" || fail "stderr spam: the tail is not cleaned"
+nothing_left "stderr spam"
+
+# OUT made a FIFO: refused at once, blamed on the backend.
+timeout 60 "$cutcheck" conform --cuts decode --keep keep --backend "$backends/fifo_output.sh" --cases 1 --no-shrink \
+  > out.txt 2> err.txt
+rc=$?
+[ $rc = 1 ] || fail "FIFO OUT exited $rc, not 1"
+grep -q "not a regular file" out.txt || fail "FIFO OUT: no reason: $(cat out.txt)"
+nothing_left "FIFO OUT"
+
+# A backend that hangs on every run: stopped after a few cases, with a JUnit report.
+start=$(date +%s)
+conform --backend "$backends/hang_all.sh" --cases 10 --timeout 1 --junit report.xml --json report.json
+rc=$?
+took=$(( $(date +%s) - start ))
+[ $rc = 1 ] || fail "hang: exited $rc, not 1"
+[ $took -lt 20 ] || fail "hang: took $took s"
+grep -q "timed out on each of the first 3 cases" err.txt || fail "hang: no stop message: $(cat err.txt)"
+valid_reports "hang"
+nothing_left "hang on every run"
+
+# A misspelled backend command: a few runs, then one message naming it.
+conform --backend "cutchek-no-such-command run" --cases 50
+rc=$?
+[ $rc = 1 ] || fail "misspelled: exited $rc"
+grep -q "cutchek-no-such-command" err.txt && grep -q "127" err.txt || fail "misspelled: $(cat err.txt)"
+grep -q "^3 cases" out.txt || fail "misspelled: not stopped after 3 cases: $(cat out.txt)"
+nothing_left "misspelled command"
+
+# SIGINT and SIGTERM in the middle of a campaign: the backend tree is killed, the reports
+# of what finished are written, and the exit code is 128 + the signal.
+for sig in INT TERM; do
+  "$cutcheck" conform --cuts decode --keep keep --backend "$backends/hang_all.sh" --cases 5 --timeout 100 \
+    --junit report.xml --json report.json > out.txt 2> err.txt &
+  pid=$!
+  for _ in $(seq 100); do pgrep -f "$CUTCHECK_TEST_MARKER" > /dev/null && break; sleep 0.1; done
+  sleep 0.3
+  kill -s $sig $pid
+  wait $pid
+  rc=$?
+  want=$([ $sig = INT ] && echo 130 || echo 143)
+  [ $rc = $want ] || fail "SIG$sig: exited $rc, not $want: $(cat err.txt)"
+  valid_reports "SIG$sig"
+  nothing_left "SIG$sig"
+done
+
+# kill -9 of the backend is a crashed backend; its orphans die with the run.
+export CUTCHECK_TEST_STATE=$work/state
+"$cutcheck" conform --cuts decode --keep keep --backend "$backends/die_once.sh" --cases 1 --timeout 100 \
+  > out.txt 2> err.txt &
+pid=$!
+for _ in $(seq 100); do [ -e "$CUTCHECK_TEST_STATE" ] && break; sleep 0.1; done
+sleep 0.3
+victim=$(pgrep -P $pid -f "die_once.sh" | head -1)  # the backend, a child of cutcheck
+[ -n "$victim" ] && kill -9 "$victim"
+wait $pid
+rc=$?
+[ $rc = 1 ] || fail "kill -9 of the backend: exited $rc, not 1: $(cat err.txt)"
+grep -q "killed by signal 9" out.txt || fail "kill -9: not reported as a crash: $(cat out.txt)"
+nothing_left "kill -9 of the backend"
+
+[ $failures = 0 ] || { echo "$failures failures"; exit 1; }
+echo "hostile backends: all passed"
