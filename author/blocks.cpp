@@ -20,6 +20,10 @@ ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Shard shard, Fault f
 ValueId ModelWriter::embed(ValueId tokens) {
   b_.note("embedding: row tokens[r] of tok_embeddings");
   ValueId table = b_.weight(weight::embedding(), {spec_.vocab, spec_.dim});
+  const int64_t R = b_.shape(tokens)[0];
+  if (fault_ == Fault::rows_past_eight && R > 8)
+    tokens = b_.concatenate({b_.slice(tokens, {0}, {8}, "fault.first_block"), b_.slice(tokens, {0}, {R - 8}, "fault.again")},
+                            0, "fault.tokens");
   return b_.op(K::gather, {table, tokens}, {}, "x");
 }
 
@@ -141,6 +145,8 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   ValueId limit = rows.positions;
   if (fault_ == Fault::causal_mask_off_by_one)
     limit = b_.binary(K::add, limit, b_.constant(1, {DType::i32, {R}}, p + "fault.one_more"), p + "fault.limit");
+  if (fault_ == Fault::softmax_tail_tile)
+    limit = b_.binary(K::minimum, limit, b_.constant(15, {DType::i32, {R}}, p + "fault.tile_end"), p + "fault.limit");
   ValueId visible = b_.compare(b_.iota(1, {DType::i32, {R, C}}, p + "cache_pos"),
                                b_.broadcast(limit, {R, C}, {0}, p + "row_pos"), "LE", p + "visible");
 

@@ -19,6 +19,8 @@ const std::vector<FaultInfo>& author_faults() {
       {Fault::prefill_head_first_row, "prefill-head-first-row", "prefill head reads the first row, not the last"},
       {Fault::batch_rows_mixed, "batch-rows-mixed", "batch row r attends over the cache of row r + 1"},
       {Fault::all_reduce_dropped, "all-reduce-dropped", "tp split skips the all_reduce after attention's output"},
+      {Fault::softmax_tail_tile, "softmax-tail-tile", "attention ignores cache rows from 16 on (a dropped tail tile)"},
+      {Fault::rows_past_eight, "rows-past-eight", "rows from the ninth on embed the tokens of rows 0, 1, ... again"},
   };
   return table;
 }

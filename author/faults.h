@@ -22,6 +22,8 @@ enum class Fault {
   prefill_head_first_row,    // the prefill head reads the first row instead of the last
   batch_rows_mixed,          // batch row r attends over the cache of row r + 1
   all_reduce_dropped,        // a tp split skips the all_reduce after the attention output
+  softmax_tail_tile,         // attention ignores cache rows from 16 on (a flash kernel's dropped tail tile)
+  rows_past_eight,           // rows from the ninth on embed the tokens of the first block of 8 again
 };
 
 struct FaultInfo {

@@ -12,6 +12,8 @@
 #include "conform/backend.h"
 #include "harness/tolerance.h"
 #include "properties/case.h"
+#include "properties/shape_space.h"
+#include "properties/spec_space.h"
 
 namespace cutcheck {
 
@@ -20,7 +22,9 @@ struct ConformOptions {
   std::vector<int64_t> tp{1};
   int cases = 100;
   uint64_t seed = 1;
-  std::optional<ModelSpec> spec;   // a fixed spec; random small specs when unset
+  std::optional<ModelSpec> spec;   // a fixed spec; random specs from `specs` when unset
+  SpecSpace specs{4, 0.2};         // random specs: dim >= 4 (see docs/numerics.md), a fifth wide, --fix
+  ShapeSpace shapes = ShapeSpace::campaign();  // ctx, rows and positions
   fs::path weights;                // with `spec`: use these weights instead of seeded ones
   Tolerance tolerance = Tolerance::f32();
   // Now and then scale the attended k rows by 1000, for scores large enough to overflow a

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "model/sharding.h"
+#include "properties/choice.h"
 #include "properties/generators.h"
 
 namespace cutcheck {
@@ -11,7 +12,7 @@ std::vector<int64_t> widths_for(CutKind kind, const ConformOptions& o) {
   std::vector<int64_t> out;
   for (int64_t tp : o.tp) {
     if (tp > 1 && !kind_splits(kind)) continue;
-    if (o.spec && widths_unsplittable(*o.spec, tp)) continue;
+    if (o.spec ? widths_unsplittable(*o.spec, tp).has_value() : !o.specs.splits(tp)) continue;
     out.push_back(tp);
   }
   return out;
@@ -25,10 +26,11 @@ rc::Gen<Case> gen_conform_case(const ConformOptions& o) {
   // Full size: each case is a check of its own, and RapidCheck would start it at size 0.
   return rc::gen::resize(100, rc::gen::exec([o, kinds] {
     const CutKind kind = *rc::gen::elementOf(kinds);
-    const int64_t tp = *rc::gen::elementOf(widths_for(kind, o));
-    ModelSpec spec = o.spec ? *o.spec : *gen_spec(4);
-    if (!o.spec) widen_for_tp(spec, tp);
-    Case c = *gen_case_for(spec, {kind});
+    const int64_t tp = *choice(widths_for(kind, o));  // shrinks toward the first width
+    SpecSpace specs = o.specs;
+    specs.tp = tp;
+    const ModelSpec spec = o.spec ? *o.spec : *gen_spec(specs);
+    Case c = *gen_case_for(spec, {kind}, o.shapes);
     c.tp = tp;
     if (!o.large_keys) c.k_scale = 1;
     if (!o.weights.empty()) c.weight_seed = 0;  // the weights are given

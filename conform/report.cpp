@@ -152,7 +152,9 @@ Json report_json(const ConformReport& report) {
     for (const OutputError& e : r.errors)
       errors.push_back({{"output", e.name}, {"max_abs", e.max_abs}, {"max_rel", e.max_rel}, {"nmse", e.nmse},
                         {"mismatches", e.mismatches}});
-    cases.push_back({{"case", r.c.to_json()}, {"verdict", verdict_name(r.verdict)}, {"failure", r.failure},
+    // ctx and rows beside the cut text, for histograms of where a campaign went.
+    cases.push_back({{"case", r.c.to_json()}, {"ctx", r.c.cut.ctx}, {"rows", r.c.cut.row_count()},
+                     {"verdict", verdict_name(r.verdict)}, {"failure", r.failure},
                      {"errors", errors}, {"seconds", r.seconds}});
   }
   Json failures = Json::array();

@@ -26,6 +26,7 @@ ProgramFolder ProgramFolder::read(const fs::path& dir) {
 
 void ProgramFolder::write(const fs::path& dir) const {
   write_file_atomic(dir / "program.txt", text);
+  if (manifest.about.contains("spec")) write_file_atomic(dir / "spec.json", manifest.about["spec"].dump(2) + "\n");
   write_file_atomic(dir / "manifest.json", manifest.to_json().dump(2) + "\n");
 }
 

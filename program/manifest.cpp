@@ -19,19 +19,29 @@ Json Manifest::to_json() const {
                     {"tensor", w.tensor},
                     {"dtype", dtype_name(w.type.dtype)},
                     {"shape", w.type.shape}});
-  return {{"format", "cutcheck-manifest-1"}, {"dir", dir}, {"about", about}, {"weights", list}};
+  Json out{{"format", manifest_format}, {"dir", dir}};
+  if (about.contains("cut")) {  // the origin, for backends that do not read program text
+    for (const char* key : {"cut", "tp", "chip"}) out[key] = about[key];
+    out["spec"] = "spec.json";
+  }
+  out["weights"] = list;
+  return out;
 }
 
 Manifest Manifest::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: a manifest must be a JSON object", source));
   std::string format = json_string(json, "format", source);
-  if (format != "cutcheck-manifest-1")
-    throw FormatError(fmt::format("{}: format is '{}', expected 'cutcheck-manifest-1'", source, format));
+  if (format != manifest_format)
+    throw FormatError(fmt::format("{}: format is '{}', expected '{}'{}", source, format, manifest_format,
+                                  format == "cutcheck-manifest-1" ? " (author the folder again)" : ""));
   Manifest m;
   m.dir = json_string(json, "dir", source);
-  if (json.contains("about")) {
-    if (!json["about"].is_object()) throw FormatError(fmt::format("{}: field 'about' must be an object", source));
-    m.about = json["about"];
+  if (json.contains("cut")) {
+    m.about["cut"] = json_string(json, "cut", source);
+    m.about["tp"] = json_int(json, "tp", source);
+    m.about["chip"] = json_int(json, "chip", source);
+    if (json_string(json, "spec", source) != "spec.json")
+      throw FormatError(fmt::format("{}: field 'spec' must be \"spec.json\", the file beside the manifest", source));
   }
   const Json& list = json_field(json, "weights", source);
   if (!list.is_array()) throw FormatError(fmt::format("{}: field 'weights' must be a list", source));
@@ -61,7 +71,12 @@ Manifest Manifest::from_json(const Json& json, const std::string& source) {
 }
 
 Manifest Manifest::read(const fs::path& path) {
-  return from_json(parse_json(read_file(path, 64 << 20), path.string()), path.string());
+  Manifest m = from_json(parse_json(read_file(path, 64 << 20), path.string()), path.string());
+  if (m.about.contains("cut")) {
+    const fs::path spec = path.parent_path() / "spec.json";
+    m.about["spec"] = parse_json(read_file(spec, 1 << 20), spec.string());
+  }
+  return m;
 }
 
 const ManifestWeight* Manifest::find(const std::string& name) const {

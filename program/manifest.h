@@ -21,13 +21,18 @@ struct ManifestWeight {
   bool operator==(const ManifestWeight&) const = default;
 };
 
+// The version of the folder contract (docs/formats.md): a reader refuses any other.
+inline constexpr const char* manifest_format = "cutcheck-manifest-2";
+
 struct Manifest {
   // The weights folder. A relative dir is taken relative to the folder that holds
   // manifest.json, so a program folder and its weights can move together.
   std::string dir;
   std::vector<ManifestWeight> weights;
-  // Where the program came from (cut, spec, tp, chip): for tools and reproducers, never
-  // needed to run the program.
+  // Where the program came from: cut (text), tp, chip, and spec (the spec.json beside the
+  // manifest, as JSON). Written as the manifest's top-level "cut", "tp", "chip" fields and
+  // spec.json, for backends that run the cut without reading program text; never needed
+  // to run the program. Empty for a hand-written folder.
   Json about = Json::object();
 
   Json to_json() const;

@@ -2,58 +2,58 @@
 
 #include <cstring>
 
+#include "properties/choice.h"
+
 namespace cutcheck {
 
 using rc::gen::element;
 using rc::gen::inRange;
 
-rc::Gen<ModelSpec> gen_spec(int64_t min_dim) {
-  return rc::gen::exec([min_dim] {
-    ModelSpec s;
-    s.name = "random";
-    s.kv_heads = *element<int64_t>(1, 2, 4);
-    s.heads = s.kv_heads * *element<int64_t>(1, 2, 4);
-    s.head_dim = 2 * *inRange<int64_t>(1, 5);
-    s.dim = *inRange<int64_t>(min_dim, 25);
-    s.ffn = *inRange<int64_t>(1, 25);
-    s.vocab = *inRange<int64_t>(2, 41);
-    s.layers = *inRange<int64_t>(1, 4);
-    s.norm_eps = *element(1e-5, 1e-6, 1e-3, 1e-2);
-    s.rope_theta = *element(10000.0, 500000.0, 100.0);
-    s.rope_style = *element(RopeStyle::interleaved, RopeStyle::half);
-    s.tied = *element(true, false);
-    return s;
-  });
-}
+rc::Gen<ModelSpec> gen_spec(int64_t min_dim) { return gen_spec(SpecSpace{min_dim}); }
 
 rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim) {
   return rc::gen::exec([kinds, min_dim] { return *gen_case_for(*gen_spec(min_dim), kinds); });
 }
 
-rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds) {
-  return rc::gen::exec([spec, kinds] {
+rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds, ShapeSpace shapes) {
+  return rc::gen::exec([spec, kinds, shapes] {
     Case c;
     c.spec = spec;
     c.cut.kind = *rc::gen::elementOf(kinds);
     const CutParams p = cut_params(c.cut.kind);
     const Family family = c.cut.family();
     if (p.layer) c.cut.layer = *inRange<int64_t>(0, c.spec.layers);
-    if (p.rows) c.cut.rows = *inRange<int64_t>(1, 5);
-    if (p.ctx) c.cut.ctx = *inRange<int64_t>(family == Family::prefill ? c.cut.rows : 1, 13);
+    if (p.rows) c.cut.rows = *gen_extent(1, 4, shapes.rows_max, *gen_large(shapes.large_share));
+    if (p.ctx) {
+      // The cache stays within its budget: a wide spec gets a shorter ctx.
+      const int64_t layers = c.cut.part() == Part::whole ? c.spec.layers : 1;
+      const int64_t per_position = layers * c.spec.kv_width() * (family == Family::batch ? c.cut.rows : 1);
+      const int64_t lo = family == Family::prefill ? c.cut.rows : 1;
+      const int64_t hi = std::max({lo, std::min<int64_t>(12, shapes.ctx_max),
+                                   std::min(shapes.ctx_max, shapes.cache_floats / per_position)});
+      c.cut.ctx = *gen_extent(lo, 12, hi, *gen_large(shapes.large_share));
+    }
     const int64_t rows = c.cut.row_count();
     for (int64_t r = 0; r < rows; ++r) c.tokens.push_back(*inRange<int32_t>(0, int32_t(c.spec.vocab)));
+    // Positions are drawn as a distance back from the last one the cache allows, a short
+    // one half the time: tails of the cache are where tiles end. Shrinking goes toward
+    // a full cache, so a smaller ctx keeps the bug that needed a long one.
+    auto back_from = [](int32_t last) {
+      return rc::gen::map(either(inRange<int32_t>(0, std::min(last, 2) + 1), inRange<int32_t>(0, last + 1)),
+                          [last](int32_t back) { return last - back; });
+    };
     const int32_t ctx = int32_t(c.cut.ctx);
     if (!p.ctx)  // no cache, no position
       c.positions.push_back(0);
     else if (family == Family::batch)
-      for (int64_t r = 0; r < rows; ++r) c.positions.push_back(*inRange<int32_t>(0, ctx));
+      for (int64_t r = 0; r < rows; ++r) c.positions.push_back(*back_from(ctx - 1));
     else if (family == Family::prefill)
-      c.positions.push_back(*inRange<int32_t>(0, ctx - int32_t(rows) + 1));
+      c.positions.push_back(*back_from(ctx - int32_t(rows)));
     else
-      c.positions.push_back(*inRange<int32_t>(0, ctx));
+      c.positions.push_back(*back_from(ctx - 1));
     c.weight_seed = *inRange<uint64_t>(0, 1000);
     c.data_seed = *inRange<uint64_t>(0, 1000);
-    c.k_scale = *element(1.0f, 1.0f, 1.0f, 1000.0f);
+    c.k_scale = *choice_of(1.0f, 1.0f, 1.0f, 1000.0f);
     return c;
   });
 }

@@ -8,20 +8,22 @@
 
 #include "core/tensor.h"
 #include "properties/case.h"
+#include "properties/shape_space.h"
+#include "properties/spec_space.h"
 
 namespace cutcheck {
 
-// Small random Llama-family specs: both rotary styles, tied and untied heads,
-// heads / kv_heads of 1, 2 or 4, norm_eps large enough to matter sometimes; dim from
-// `min_dim` (comparisons within a tolerance want 4 or more: see docs/numerics.md).
+// Small random Llama-family specs (SpecSpace with nothing fixed, never wide): both
+// rotary styles, tied and untied heads, heads / kv_heads of 1, 2 or 4, norm_eps large
+// enough to matter sometimes; dim from `min_dim`.
 rc::Gen<ModelSpec> gen_spec(int64_t min_dim = 1);
 
 // A spec, a possible cut of one of `kinds` with rows up to 4 and ctx up to 12, tokens,
 // positions within the cut's ranges, seeds, and a k scale that is now and then 1000
 // (scores large enough to overflow a softmax that forgets to subtract the maximum).
 rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim = 1);
-// The same for a given spec.
-rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds);
+// The same for a given spec, with rows and ctx from `shapes`.
+rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds, ShapeSpace shapes = ShapeSpace::small());
 
 // Widens heads, kv_heads and ffn to multiples of tp (keeping heads / kv_heads).
 void widen_for_tp(ModelSpec& spec, int64_t tp);

@@ -65,7 +65,7 @@ void spec(const std::string& patch) {
 void spec_text(const std::string& text) { ModelSpec::from_json(parse_json(text, "spec.json"), "spec.json"); }
 
 Json good_manifest() {
-  return Json::parse(R"({"format": "cutcheck-manifest-1", "dir": "w", "weights": [
+  return Json::parse(R"({"format": "cutcheck-manifest-2", "dir": "w", "weights": [
     {"name": "w", "file": "model.safetensors", "tensor": "w", "dtype": "f32", "shape": [4, 3]}]})");
 }
 

@@ -31,6 +31,12 @@ TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
   CommandBackend reference(cutcheck_binary + " run", 30);
   ConformOptions o = options("reference", 100);
   o.tp = {1, 2, 4};
+  // A split sums attention's output in another order than the unsplit reference. With keys
+  // scaled by 1000 on wide specs the softmax is ill-conditioned past a fixed f32 tolerance
+  // (1 split case in 500 fails at atol = rtol = 1e-4; issue #14 replaces the fixed
+  // tolerance by per-element bounds). Large keys are checked unsplit, where the reference
+  // is bitwise equal to itself (Conform.TheReferencePassesWithLargeKeysUnsplit).
+  o.large_keys = false;
   ConformReport r = conform(reference, o);
   EXPECT_TRUE(r.passed()) << summary_table(r);
   EXPECT_EQ(r.count(Verdict::passed), 100);
@@ -42,10 +48,27 @@ TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
   EXPECT_TRUE(json["passed"].get<bool>());
 }
 
+TEST(Conform, TheReferencePassesWithLargeKeysUnsplit) {
+  CommandBackend reference(cutcheck_binary + " run", 30);
+  ConformOptions o = options("reference-large-keys", 100);
+  o.tp = {1};
+  ConformReport r = conform(reference, o);
+  EXPECT_TRUE(r.passed()) << summary_table(r);
+  // The shape space reaches past the tiles, and the report says where each case went.
+  Json json = parse_json(report_json(r).dump(), "report");
+  int64_t longest = 0, widest = 0;
+  for (const Json& c : json["cases"]) {
+    longest = std::max(longest, c["ctx"].get<int64_t>());
+    widest = std::max(widest, c["rows"].get<int64_t>());
+  }
+  EXPECT_GT(longest, 64);
+  EXPECT_GT(widest, 8);
+}
+
 // The piece a fault's whole-cut failures bisect to.
 std::string expected_piece(const std::string& fault) {
   if (fault == "prefill-head-first-row") return "head";
-  if (fault == "bf16-activations") return "embed";
+  if (fault == "bf16-activations" || fault == "rows-past-eight") return "embed";
   return "layer 0";
 }
 
@@ -66,7 +89,13 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
     EXPECT_TRUE(fs::exists(f.reproducer / "inputs.safetensors"));
     EXPECT_TRUE(fs::exists(f.reproducer / "expected.safetensors"));
     EXPECT_LE(f.shrunk.c.spec.layers, f.original.c.spec.layers);
+    // The shape faults shrink to just past the boundary they need.
+    if (fault.name == "softmax-tail-tile") EXPECT_THAT(f.shrunk.c.cut.ctx, ::testing::AllOf(::testing::Ge(17), ::testing::Le(32)));
+    if (fault.name == "rows-past-eight") EXPECT_THAT(f.shrunk.c.cut.rows, ::testing::AllOf(::testing::Ge(9), ::testing::Le(16)));
     if (f.original.c.cut.part() == Part::whole) {
+      // A fault whose error stays under the tolerance in every piece shows only composed;
+      // at least one whole cut must bisect to the fault's piece.
+      if (f.piece.rfind("every piece passes alone", 0) == 0) continue;
       EXPECT_THAT(f.piece, ::testing::StartsWith(expected_piece(fault.name))) << f.shrunk.c.str();
       bisected = true;
     }
@@ -79,6 +108,10 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   if (fault.precision_only) {  // and passes where the tolerance is bf16's
     o.tolerance = Tolerance::bf16();
     o.large_keys = false;
+    // bf16 rounding over long caches and wide specs outgrows a fixed 0.25: until tolerances
+    // follow each element's conditioning (issue #14), the bf16 claim is checked on small shapes.
+    o.shapes = ShapeSpace::small();
+    o.specs.large_share = 0;
     ConformReport loose = conform(faulty, o);
     EXPECT_TRUE(loose.passed()) << summary_table(loose);
   }

@@ -44,6 +44,8 @@ void add_conform(CLI::App& app) {
     std::optional<double> shrink_time;
     std::optional<double> atol, rtol, nmse;
     bool no_shrink = false;
+    std::vector<std::string> fix;
+    ShapeSpace shapes = ShapeSpace::campaign();
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("conform", "check a backend against the reference on generated cases");
@@ -57,6 +59,14 @@ void add_conform(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
   cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for small random specs")->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
+  cmd->add_option("--fix", a->fix,
+                  "with --spec random: hold a spec field at a value (FIELD=VALUE, or head_dim=dim/heads); repeatable");
+  cmd->add_option("--ctx-max", a->shapes.ctx_max, "largest ctx a case may have")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--rows-max", a->shapes.rows_max, "largest rows a batch or prefill case may have")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--large-share", a->shapes.large_share,
+                  "the chance that an extent (ctx, rows, a random spec's widths) is drawn large")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--timeout", a->timeout, "seconds the backend may take per run")
       ->capture_default_str()->check(positive_seconds);
   cmd->add_option("--shrink-time", a->shrink_time,
@@ -83,6 +93,10 @@ void add_conform(CLI::App& app) {
     o.seed = a->seed;
     if (a->spec != "random") o.spec = load_spec(a->spec);
     if (!a->weights.empty() && !o.spec) throw Error("--weights needs --spec");
+    if (!a->fix.empty() && o.spec) throw Error("--fix constrains random specs: it needs --spec random");
+    for (const std::string& f : a->fix) o.specs.fix(f);
+    o.shapes = a->shapes;
+    o.specs.large_share = a->shapes.large_share;
     o.weights = a->weights;
     if (a->tolerance == "f32") o.tolerance = Tolerance::f32();
     else if (a->tolerance == "bf16") o.tolerance = Tolerance::bf16(), o.large_keys = false;

@@ -14,6 +14,8 @@ for p in programs:
     manifest = json.loads((p / "manifest.json").read_text())
     manifest["dir"] = str((p / manifest["dir"]).resolve())
     (dest / "manifest.json").write_text(json.dumps(manifest))
+    if (p / "spec.json").exists():  # the manifest's spec lies beside it
+        shutil.copy(p / "spec.json", dest / "spec.json")
     lines = []
     for line in (p / "program.txt").read_text().splitlines():
         if line.startswith("%rope.angle = multiply "):
