@@ -29,6 +29,7 @@ rc::Gen<Case> gen_conform_case(const ConformOptions& o) {
     const int64_t tp = *choice(widths_for(kind, o));  // shrinks toward the first width
     SpecSpace specs = o.specs;
     specs.tp = tp;
+    specs.large_share = o.shapes.large_share;  // one share for every extent
     const ModelSpec spec = o.spec ? *o.spec : *gen_spec(specs);
     Case c = *gen_case_for(spec, {kind}, o.shapes);
     c.tp = tp;

@@ -111,7 +111,6 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
     // bf16 rounding over long caches and wide specs outgrows a fixed 0.25: until tolerances
     // follow each element's conditioning (issue #14), the bf16 claim is checked on small shapes.
     o.shapes = ShapeSpace::small();
-    o.specs.large_share = 0;
     ConformReport loose = conform(faulty, o);
     EXPECT_TRUE(loose.passed()) << summary_table(loose);
   }

@@ -96,7 +96,6 @@ void add_conform(CLI::App& app) {
     if (!a->fix.empty() && o.spec) throw Error("--fix constrains random specs: it needs --spec random");
     for (const std::string& f : a->fix) o.specs.fix(f);
     o.shapes = a->shapes;
-    o.specs.large_share = a->shapes.large_share;
     o.weights = a->weights;
     if (a->tolerance == "f32") o.tolerance = Tolerance::f32();
     else if (a->tolerance == "bf16") o.tolerance = Tolerance::bf16(), o.large_keys = false;
