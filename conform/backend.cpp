@@ -8,6 +8,7 @@
 #include "core/process.h"
 #include "core/safetensors.h"
 #include "harness/folder.h"
+#include "harness/variants.h"
 
 namespace cutcheck {
 namespace {
@@ -76,6 +77,12 @@ class CommandLowered : public Lowered {
 
 std::unique_ptr<Lowered> ReferenceBackend::lower(const fs::path& folder) {
   return std::make_unique<ReferenceLowered>(FolderRun::open(folder));
+}
+
+VariantBackend::VariantBackend(std::string variant) : variant_(std::move(variant)) { find_variant(variant_); }
+
+std::unique_ptr<Lowered> VariantBackend::lower(const fs::path& folder) {
+  return std::make_unique<ReferenceLowered>(FolderRun::open(folder, find_variant(variant_).run));
 }
 
 CommandBackend::CommandBackend(std::string command, double timeout_seconds)

@@ -41,6 +41,19 @@ class ReferenceBackend : public Backend {
   std::unique_ptr<Lowered> lower(const fs::path& folder) override;
 };
 
+// A legitimate variant of the reference (harness/variants.h), in process: a correct
+// backend under its declared precision, for measuring tolerances.
+class VariantBackend : public Backend {
+ public:
+  explicit VariantBackend(std::string variant);
+  std::string name() const override { return "variant " + variant_; }
+  bool supports(const Cut&, int64_t) const override { return true; }
+  std::unique_ptr<Lowered> lower(const fs::path& folder) override;
+
+ private:
+  std::string variant_;
+};
+
 // Exit code by which a command says "this cut is not supported".
 constexpr int exit_unsupported = 77;
 

@@ -31,7 +31,7 @@ std::string bisect(Backend& backend, const Case& c, const ConformOptions& o, con
   for (const Cut& piece : pieces_of(c.cut, c.spec)) {
     TensorMap in;
     for (const Port& port : signature(piece, c.spec).inputs) in.emplace(port.name, known.at(port.name));
-    TensorMap want = reference.run(piece, in);
+    Expected want = reference.expect(piece, in, o.tolerance);
     const int64_t tp = kind_splits(piece.kind) ? c.tp : 1;
     fs::path folder = work / "piece";
     write_program(piece, c.spec, tp, dir, folder);
@@ -42,7 +42,7 @@ std::string bisect(Backend& backend, const Case& c, const ConformOptions& o, con
     if (r.verdict == Verdict::unsupported)
       return fmt::format("not bisected: the backend does not support the piece {} ({})", piece.str(), r.failure);
     if (r.verdict == Verdict::failed) return fmt::format("{} ({}): {}", piece_label(piece), piece.str(), r.failure);
-    for (auto& [name, t] : want) known[name] = t;
+    for (auto& [name, t] : want.values) known[name] = t;
   }
   return "every piece passes alone: the pieces disagree only when composed";
 }

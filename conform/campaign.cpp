@@ -50,9 +50,10 @@ CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& o, co
     auto [weights, dir] = case_weights(c, o, work);
     write_program(c.cut, c.spec, c.tp, dir, work / "program");
     const TensorMap in = case_inputs(c);
-    const TensorMap want = ReferenceRunner(c.spec, weights).run(c.cut, in);
+    const Expected want = ReferenceRunner(c.spec, weights).expect(c.cut, in, o.tolerance);
     write_safetensors(work / "inputs.safetensors", in);
-    write_safetensors(work / "expected.safetensors", want);
+    write_safetensors(work / "expected.safetensors", want.values);
+    if (!want.bounds.empty()) write_safetensors(work / "bounds.safetensors", want.bounds);
     judge(backend, c, c.cut, c.tp, work / "program", in, want, o.tolerance, r, work / "actual.safetensors");
   } catch (const std::exception& e) {  // writing the case failed: a cutcheck problem, reported as such
     r.verdict = Verdict::failed;

@@ -6,7 +6,7 @@
 namespace cutcheck {
 
 void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs::path& folder, const TensorMap& in,
-           const TensorMap& want, const Tolerance& tol, CaseResult& r, const fs::path& actual) {
+           const Expected& want, const Tolerance& tol, CaseResult& r, const fs::path& actual) {
   if (!backend.supports(cut, tp)) {
     r.verdict = Verdict::unsupported;
     r.failure = "the backend does not support this cut";
@@ -15,7 +15,8 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
   try {
     TensorMap got = backend.lower(folder)->run(in);
     if (!actual.empty()) write_safetensors(actual, got);
-    Comparison cmp = compare(blank_unattended(want, c), blank_unattended(got, c), tol);
+    const Expected blanked{blank_unattended(want.values, c), blank_unattended(want.bounds, c)};
+    Comparison cmp = compare(blanked, blank_unattended(got, c), tol);
     r.errors = cmp.outputs;
     if (!cmp.ok) {
       r.verdict = Verdict::failed;

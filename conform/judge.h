@@ -1,4 +1,4 @@
-// Judging one run of a backend: its outputs against the reference's, within the tolerance.
+// Judging one run of a backend: its outputs against what the reference expects, within the tolerance.
 #pragma once
 
 #include "conform/campaign.h"
@@ -9,6 +9,6 @@ namespace cutcheck {
 // what the case reads are left out of the comparison (blank_unattended). The backend's
 // outputs are written to `actual` unless it is empty.
 void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs::path& folder, const TensorMap& in,
-           const TensorMap& want, const Tolerance& tol, CaseResult& r, const fs::path& actual);
+           const Expected& want, const Tolerance& tol, CaseResult& r, const fs::path& actual);
 
 }  // namespace cutcheck

@@ -12,7 +12,7 @@ namespace {
 
 struct KindSummary {
   int cases = 0, passed = 0, failed = 0, unsupported = 0;
-  double max_abs = 0, max_rel = 0, nmse = 0;
+  double max_abs = 0, max_rel = 0, nmse = 0, headroom = 0;
   double seconds = 0;
 };
 
@@ -27,6 +27,7 @@ std::map<std::string, KindSummary> by_kind(const ConformReport& report) {
       k.max_abs = std::max(k.max_abs, e.max_abs);
       k.max_rel = std::max(k.max_rel, e.max_rel);
       k.nmse = std::max(k.nmse, e.nmse);
+      k.headroom = std::max(k.headroom, e.headroom);
     }
   }
   return out;
@@ -64,11 +65,12 @@ std::string verdict_name(Verdict v) {
 }
 
 std::string summary_table(const ConformReport& report) {
-  std::string out = fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12} {:>10} {:>10} {:>10}\n", "cut", "cases", "passed",
-                                "failed", "unsupported", "worst abs", "worst rel", "worst nmse");
+  // headroom: the worst |got - want| / allowed of the cut's elements; 1 is the limit.
+  std::string out = fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12} {:>10} {:>10} {:>10} {:>10}\n", "cut", "cases", "passed",
+                                "failed", "unsupported", "worst abs", "worst rel", "worst nmse", "headroom");
   for (const auto& [kind, k] : by_kind(report))
-    out += fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12} {:>10.3g} {:>10.3g} {:>10.3g}\n", kind, k.cases, k.passed,
-                       k.failed, k.unsupported, k.max_abs, k.max_rel, k.nmse);
+    out += fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12} {:>10.3g} {:>10.3g} {:>10.3g} {:>10.3g}\n", kind, k.cases,
+                       k.passed, k.failed, k.unsupported, k.max_abs, k.max_rel, k.nmse, k.headroom);
   out += fmt::format("{} cases: {} passed, {} failed, {} unsupported, in {:.1f} s; tolerance {}\n", report.results.size(),
                      report.count(Verdict::passed), report.count(Verdict::failed), report.count(Verdict::unsupported),
                      report.seconds, report.options.tolerance.str());
@@ -140,18 +142,24 @@ std::string junit_xml(const ConformReport& report) {
   return out + "</testsuites>\n";
 }
 
+Json tolerance_json(const Tolerance& t) {
+  if (t.bounded())
+    return {{"policy", "bound"}, {"precision", precision_info(t.precision).name}, {"k", t.k}, {"floor", t.floor}};
+  return {{"policy", "fixed"}, {"atol", t.atol}, {"rtol", t.rtol}, {"nmse", t.nmse}};
+}
+
 Json report_json(const ConformReport& report) {
   Json summary = Json::array();
   for (const auto& [kind, k] : by_kind(report))
     summary.push_back({{"cut", kind}, {"cases", k.cases}, {"passed", k.passed}, {"failed", k.failed},
                        {"unsupported", k.unsupported}, {"worst_abs", k.max_abs}, {"worst_rel", k.max_rel},
-                       {"worst_nmse", k.nmse}, {"seconds", k.seconds}});
+                       {"worst_nmse", k.nmse}, {"headroom", k.headroom}, {"seconds", k.seconds}});
   Json cases = Json::array();
   for (const CaseResult& r : report.results) {
     Json errors = Json::array();
     for (const OutputError& e : r.errors)
       errors.push_back({{"output", e.name}, {"max_abs", e.max_abs}, {"max_rel", e.max_rel}, {"nmse", e.nmse},
-                        {"mismatches", e.mismatches}});
+                        {"headroom", e.headroom}, {"unbounded", e.unbounded}, {"mismatches", e.mismatches}});
     // ctx and rows beside the cut text, for histograms of where a campaign went.
     cases.push_back({{"case", r.c.to_json()}, {"ctx", r.c.cut.ctx}, {"rows", r.c.cut.row_count()},
                      {"verdict", verdict_name(r.verdict)}, {"failure", r.failure},
@@ -167,10 +175,7 @@ Json report_json(const ConformReport& report) {
           {"backend", report.backend},
           {"passed", report.passed()},
           {"seed", report.options.seed},
-          {"tolerance",
-           {{"atol", report.options.tolerance.atol},
-            {"rtol", report.options.tolerance.rtol},
-            {"nmse", report.options.tolerance.nmse}}},
+          {"tolerance", tolerance_json(report.options.tolerance)},
           {"counts",
            {{"cases", report.results.size()},
             {"passed", report.count(Verdict::passed)},

@@ -46,15 +46,16 @@ void keep_given_weights(const Failure& f, const ConformOptions& o) {
 void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path& work, const std::string& backend) {
   fs::remove_all(f.reproducer);
   fs::create_directories(f.reproducer);
-  for (const char* item : {"program", "weights", "inputs.safetensors", "expected.safetensors", "actual.safetensors"})
+  for (const char* item :
+       {"program", "weights", "inputs.safetensors", "expected.safetensors", "bounds.safetensors", "actual.safetensors"})
     if (fs::exists(work / item)) fs::copy(work / item, f.reproducer / item, fs::copy_options::recursive);
   write_file_atomic(f.reproducer / "case.json", f.shrunk.c.to_json().dump(2) + "\n");
   if (!o.weights.empty()) keep_given_weights(f, o);
   std::string report = fmt::format("case: {}\nfailure: {}\n", f.shrunk.c.str(), f.shrunk.failure);
   if (!f.piece.empty()) report += fmt::format("first failing piece: {}\n", f.piece);
   for (const OutputError& e : f.shrunk.errors)
-    report += fmt::format("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}, {} elements outside\n", e.name, e.max_abs,
-                          e.max_rel, e.nmse, e.mismatches);
+    report += fmt::format("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}, headroom {:.3g}, {} elements outside\n",
+                          e.name, e.max_abs, e.max_rel, e.nmse, e.headroom, e.mismatches);
   report += fmt::format("tolerance: {}\nre-run: {}\nor by hand: {} {} --inputs {} --outputs actual.safetensors\n",
                         o.tolerance.str(), f.command, backend, (f.reproducer / "program").string(),
                         (f.reproducer / "inputs.safetensors").string());

@@ -90,8 +90,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (auto diff = bitwise_difference(out, run_pieces(reference, s, pieces_of(c.cut, s), in)))
       violated(c, "composition: " + *diff);
 
-  if (!split_unsupported(c.cut, s, c.tp))
-    if (auto diff = split_difference(c.cut, out, SplitRunner(s, weights, c.tp).run(c.cut, in), Tolerance::f32()))
+  if (!split_unsupported(c.cut, s, c.tp)) {
+    const Tolerance tolerance = Tolerance::bound(Precision::f32);
+    const Expected unsplit{out, reference.expect(c.cut, in, tolerance).bounds};
+    if (auto diff = split_difference(c.cut, unsplit, SplitRunner(s, weights, c.tp).run(c.cut, in), tolerance))
       violated(c, "split against unsplit: " + *diff);
+  }
   return 0;
 }

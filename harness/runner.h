@@ -7,6 +7,7 @@
 #include "author/author.h"
 #include "core/tensor.h"
 #include "harness/cut_runner.h"
+#include "harness/tolerance.h"
 #include "model/cut.h"
 #include "model/spec.h"
 #include "reference/interpreter.h"
@@ -18,6 +19,9 @@ class ReferenceRunner : public CutRunner {
  public:
   ReferenceRunner(ModelSpec spec, TensorMap weights, AuthorOptions author = {}, RunOptions run = {});
   TensorMap run(const Cut& cut, const TensorMap& inputs) override;
+  // Runs `cut` and, under the bound policy, bounds every f32 output element: what a
+  // backend is judged against (harness/tolerance.h).
+  Expected expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance);
   const ModelSpec& spec() const { return spec_; }
 
  private:
@@ -26,6 +30,8 @@ class ReferenceRunner : public CutRunner {
   AuthorOptions author_;
   RunOptions options_;
   std::unordered_map<Cut, std::unique_ptr<Executable>, CutHash> plans_;
+
+  Executable& plan(const Cut& cut);
 };
 
 // The program of a cut as the interpreter runs it: authored, printed, parsed and verified.

@@ -5,44 +5,80 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/error.h"
+
 namespace cutcheck {
 
-bool Tolerance::close(float want, float got) const {
-  if (std::memcmp(&want, &got, 4) == 0 || (std::isnan(want) && std::isnan(got))) return true;
-  if (!std::isfinite(want) || !std::isfinite(got)) return false;
-  return std::abs(double(got) - double(want)) <= atol + rtol * std::abs(double(want));
+Tolerance Tolerance::bound(Precision precision) {
+  Tolerance t;
+  t.policy = Policy::bound;
+  t.precision = precision;
+  // docs/numerics.md: k measured against the legitimate variants; no floor beyond the
+  // underflow the bound itself carries.
+  t.k = 5;
+  t.floor = 0;
+  return t;
 }
 
-std::string Tolerance::str() const { return fmt::format("atol={} rtol={} nmse={}", atol, rtol, nmse); }
+Tolerance Tolerance::parse(const std::string& policy, Precision precision) {
+  if (policy == "bound") return bound(precision);
+  if (policy == "fixed-f32") return fixed_f32();
+  if (policy == "fixed-bf16") return fixed_bf16();
+  throw Error(fmt::format("unknown tolerance '{}'; the tolerances are bound, fixed-f32 and fixed-bf16", policy));
+}
+
+double Tolerance::allowed(double want, double bound) const {
+  if (policy == Policy::fixed) return atol + rtol * std::abs(want);
+  return bound + floor;
+}
+
+std::string Tolerance::str() const {
+  if (policy == Policy::fixed) return fmt::format("fixed atol={} rtol={} nmse={}", atol, rtol, nmse);
+  return fmt::format("bound {} (k={}, floor={})", precision_info(precision).name, k, floor);
+}
 
 namespace {
 
-OutputError compare_floats(const std::string& name, const Tensor& want, const Tensor& got, const Tolerance& tol) {
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+OutputError compare_floats(const std::string& name, const Tensor& want, const Tensor* bound, const Tensor& got,
+                           const Tolerance& tol) {
   OutputError e;
   e.name = name;
   auto w = want.as<float>(), g = got.as<float>();
   double err2 = 0, ref2 = 0;
   for (size_t i = 0; i < w.size(); ++i) {
-    if (!tol.close(w[i], g[i])) {
-      if (e.mismatches++ == 0)
-        e.first = fmt::format("'{}' element {} is {}, expected {} ({})", name, i, g[i], w[i], tol.str());
-    }
-    if (std::isfinite(w[i]) && std::isfinite(g[i])) {
-      double d = std::abs(double(g[i]) - double(w[i]));
+    const double b = bound ? double(bound->as<float>()[i]) : 0;
+    const double allowed = tol.allowed(w[i], b);
+    if (!(allowed < INFINITY)) ++e.unbounded;
+    if (same_bits(w[i], g[i])) continue;
+    const double d = std::abs(double(g[i]) - double(w[i]));
+    bool ok = std::isfinite(w[i]) && std::isfinite(g[i]) && d <= allowed;
+    if (!(allowed < INFINITY)) ok = true;  // no bound: nothing to hold the element to
+    if (std::isfinite(d)) {
       e.max_abs = std::max(e.max_abs, d);
-      e.max_rel = std::max(e.max_rel, d / std::max(std::abs(double(w[i])), tol.atol));
+      e.max_rel = std::max(e.max_rel, d / std::max(std::abs(double(w[i])), tol.bounded() ? 1e-30 : tol.atol));
       err2 += d * d;
       ref2 += double(w[i]) * double(w[i]);
+      if (allowed < INFINITY) e.headroom = std::max(e.headroom, allowed > 0 ? d / allowed : INFINITY);
+    } else if (!ok) {
+      e.headroom = INFINITY;
     }
+    if (!ok && e.mismatches++ == 0)
+      e.first = tol.bounded() ? fmt::format("'{}' element {} is {}, expected {} within its bound {:.3g} ({:.3g} x over)",
+                                            name, i, g[i], w[i], allowed, d / allowed)
+                              : fmt::format("'{}' element {} is {}, expected {} ({})", name, i, g[i], w[i], tol.str());
   }
   e.nmse = ref2 > 0 ? err2 / ref2 : err2;
-  if (e.nmse > tol.nmse && e.mismatches++ == 0)
+  if (!tol.bounded() && e.nmse > tol.nmse && e.mismatches++ == 0)
     e.first = fmt::format("'{}' has NMSE {:.3g}, over {}", name, e.nmse, tol.nmse);
   return e;
 }
 
-// `next` may differ where the expected logits rate the other pick within the tolerance.
-OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* logits, const Tolerance& tol) {
+// `next` may differ where the expected logits rate the other pick within the tolerance:
+// the two logits may swap order in a correct backend.
+OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* logits, const Tensor* bounds,
+                         const Tolerance& tol) {
   OutputError e;
   e.name = "next";
   auto w = want.as<int32_t>(), g = got.as<int32_t>();
@@ -52,7 +88,13 @@ OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* lo
     bool near_tie = false;
     if (logits && g[r] >= 0 && size_t(g[r]) < vocab) {
       auto row = logits->as<float>().subspan(r * vocab, vocab);
-      near_tie = tol.close(row[size_t(w[r])], row[size_t(g[r])]);
+      const size_t a = size_t(w[r]), b = size_t(g[r]);
+      if (tol.bounded()) {
+        auto bound = bounds->as<float>().subspan(r * vocab, vocab);
+        near_tie = double(row[a]) - double(row[b]) <= tol.allowed(row[a], bound[a]) + tol.allowed(row[b], bound[b]);
+      } else {
+        near_tie = std::abs(double(row[b]) - double(row[a])) <= tol.allowed(row[a], 0);
+      }
     }
     if (!near_tie && e.mismatches++ == 0)
       e.first = fmt::format("'next' element {} is {}, expected {} (not a near tie under {})", r, g[r], w[r], tol.str());
@@ -62,15 +104,22 @@ OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* lo
 
 }  // namespace
 
-Comparison compare(const TensorMap& want, const TensorMap& got, const Tolerance& tolerance) {
+Comparison compare(const Expected& want, const TensorMap& got, const Tolerance& tolerance) {
   Comparison c;
   auto fail = [&](const std::string& why) {
     if (c.ok) c.failure = why;
     c.ok = false;
   };
+  auto bound_of = [&](const std::string& name) -> const Tensor* {
+    if (!tolerance.bounded()) return nullptr;
+    auto it = want.bounds.find(name);
+    if (it == want.bounds.end() || it->second.type() != TensorType{DType::f32, want.values.at(name).shape()})
+      throw Error(fmt::format("no error bound for output '{}': the bound tolerance needs one per element", name));
+    return &it->second;
+  };
   for (const auto& [name, g] : got)
-    if (!want.count(name)) fail(fmt::format("'{}' is not an expected output", name));
-  for (const auto& [name, w] : want) {
+    if (!want.values.count(name)) fail(fmt::format("'{}' is not an expected output", name));
+  for (const auto& [name, w] : want.values) {
     auto it = got.find(name);
     if (it == got.end()) {
       fail(fmt::format("'{}' is missing", name));
@@ -83,10 +132,11 @@ Comparison compare(const TensorMap& want, const TensorMap& got, const Tolerance&
     }
     OutputError e;
     if (w.dtype() == DType::f32) {
-      e = compare_floats(name, w, g, tolerance);
+      e = compare_floats(name, w, bound_of(name), g, tolerance);
     } else if (name == "next") {
-      auto logits = want.find("logits");
-      e = compare_next(w, g, logits == want.end() ? nullptr : &logits->second, tolerance);
+      auto logits = want.values.find("logits");
+      const bool have = logits != want.values.end();
+      e = compare_next(w, g, have ? &logits->second : nullptr, have ? bound_of("logits") : nullptr, tolerance);
     } else {
       e.name = name;
       if (!w.same_bits(g)) {

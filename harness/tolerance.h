@@ -1,33 +1,63 @@
-// Comparing outputs within a tolerance: the rule the oracle property, the tp property
-// and conformance all apply (docs/numerics.md says why the default is what it is).
+// Comparing outputs with what the reference expects: the one rule that the oracle and tp
+// properties and conformance all apply. docs/numerics.md explains both policies.
+//
+// The default policy follows each element: the reference computes, beside every output
+// element, how far a correct backend computing in the declared precision may land from
+// it, k standard deviations of independent roundings out (bound/error_bound.h), and an
+// element passes when |got - want| <= bound + floor.
+// The fixed policies (one atol and rtol for every element) stay for comparison.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "bound/error_bound.h"
 #include "core/tensor.h"
 
 namespace cutcheck {
 
 struct Tolerance {
-  double atol = 1e-4;  // absolute
-  double rtol = 1e-4;  // relative to the expected value
-  double nmse = 1e-8;  // largest normalised mean square error of one output: sum (got - want)^2 / sum want^2
-  // Equal bits, or both NaN, or finite and |got - want| <= atol + rtol * |want|.
-  bool close(float want, float got) const;
-  std::string str() const;  // "atol=0.0001 rtol=0.0001 nmse=1e-08"
+  enum class Policy { bound, fixed };
+  Policy policy = Policy::bound;
+  // bound: what the backend computes in; the bound's width in standard deviations; and
+  // |got - want| <= bound + floor.
+  Precision precision = Precision::f32;
+  double k = 5, floor = 0;
+  // fixed: |got - want| <= atol + rtol * |want|, and per output sum (got - want)^2 / sum want^2 <= nmse.
+  double atol = 0, rtol = 0, nmse = 0;
 
-  static Tolerance f32() { return {1e-4, 1e-4, 1e-8}; }
-  static Tolerance bf16() { return {0.25, 0.25, 1e-2}; }
+  static Tolerance bound(Precision precision);
+  static Tolerance fixed_f32() { return {Policy::fixed, Precision::f32, 0, 0, 1e-4, 1e-4, 1e-8}; }
+  static Tolerance fixed_bf16() { return {Policy::fixed, Precision::bf16, 0, 0, 0.25, 0.25, 1e-2}; }
+  // "bound" (with `precision`), "fixed-f32" or "fixed-bf16"; throws Error naming them.
+  static Tolerance parse(const std::string& policy, Precision precision);
+
+  bool bounded() const { return policy == Policy::bound; }
+  BoundModel model() const { return {precision, BoundModel{}.function_ulps, k}; }
+  // How far `got` may be from `want` where the reference's bound is `bound` (ignored by
+  // the fixed policies).
+  double allowed(double want, double bound) const;
+  std::string str() const;  // "bound f32 (k=1, floor=0)", "fixed atol=0.0001 rtol=0.0001 nmse=1e-08"
+};
+
+// What the reference expects of a backend: its outputs and, for the bound policy, the
+// bound of every f32 output element (bound/error_bound.h).
+struct Expected {
+  TensorMap values;
+  TensorMap bounds;
 };
 
 struct OutputError {
   std::string name;
-  double max_abs = 0;  // largest |got - want| over finite elements
-  double max_rel = 0;  // largest |got - want| / max(|want|, atol)
-  double nmse = 0;     // sum (got - want)^2 / sum want^2
+  double max_abs = 0;   // largest |got - want| over finite elements
+  double max_rel = 0;   // largest |got - want| / max(|want|, 1e-30)
+  double nmse = 0;      // sum (got - want)^2 / sum want^2
+  // The largest |got - want| / allowed over the elements: <= 1 passes. How close the
+  // output came to failing, or how far past it went.
+  double headroom = 0;
+  size_t unbounded = 0;  // elements whose bound is infinite: any value passes there
   size_t mismatches = 0;
-  std::string first;   // the first element outside the tolerance, described
+  std::string first;     // the first element outside the tolerance, described
 };
 
 struct Comparison {
@@ -36,9 +66,11 @@ struct Comparison {
   std::string failure;  // the first failure, described; empty when ok
 };
 
-// f32 outputs within the tolerance, element by element and in NMSE; integer outputs exactly, except that `next` may pick
-// another token when the expected logits rate it within the tolerance of the expected
-// pick (a near tie). Names and types must match exactly.
-Comparison compare(const TensorMap& want, const TensorMap& got, const Tolerance& tolerance);
+// f32 outputs within the tolerance element by element (and in NMSE for the fixed
+// policies); equal bits and NaN against NaN always pass. Integer outputs exactly, except
+// that `next` may pick another token where the expected logits rate it within the
+// tolerance of the expected pick (a near tie). Names and types must match exactly. The
+// bound policy needs `want.bounds` for every f32 output.
+Comparison compare(const Expected& want, const TensorMap& got, const Tolerance& tolerance);
 
 }  // namespace cutcheck

@@ -55,12 +55,13 @@ std::optional<std::string> text_difference(const std::string& want, const std::s
   return fmt::format("line {} differs: '{}' against '{}'", line, around(got), around(want));
 }
 
-std::optional<std::string> split_difference(const Cut& cut, TensorMap unsplit, TensorMap split,
+std::optional<std::string> split_difference(const Cut& cut, Expected unsplit, TensorMap split,
                                             const Tolerance& tolerance) {
   TensorMap exact_unsplit, exact_split;
   for (const std::string& name : {k_cache_name(cut.layer), v_cache_name(cut.layer)}) {
-    if (!unsplit.count(name) || !split.count(name)) continue;
-    exact_unsplit.insert(unsplit.extract(name));
+    if (!unsplit.values.count(name) || !split.count(name)) continue;
+    exact_unsplit.insert(unsplit.values.extract(name));
+    unsplit.bounds.erase(name);
     exact_split.insert(split.extract(name));
   }
   if (auto diff = bitwise_difference(exact_unsplit, exact_split)) return "the first layer's caches: " + *diff;

@@ -21,7 +21,7 @@ std::optional<std::string> text_difference(const std::string& want, const std::s
 // the new k, v rows of the cut's first layer come from the replicated x and the chip's
 // rows of wk, wv, so they must be the unsplit bits; everything else must be within the
 // tolerance (docs/tp.md says why).
-std::optional<std::string> split_difference(const Cut& cut, TensorMap unsplit, TensorMap split,
+std::optional<std::string> split_difference(const Cut& cut, Expected unsplit, TensorMap split,
                                             const Tolerance& tolerance);
 
 // Row r of a tensor whose first dimension holds rows: shape[1:], copied.

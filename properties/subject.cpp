@@ -15,6 +15,10 @@ Subject Subject::reference() {
     return std::make_unique<ReferenceRunner>(spec, weights);
   };
   s.oracle = [](const ModelSpec& spec, const TensorMap& weights) { return std::make_unique<Oracle>(spec, weights); };
+  s.bounds = [](const ModelSpec& spec, const TensorMap& weights, const Cut& cut, const TensorMap& inputs,
+                const Tolerance& tolerance) {
+    return ReferenceRunner(spec, weights).expect(cut, inputs, tolerance).bounds;
+  };
   s.split_runner = [](const ModelSpec& spec, const TensorMap& weights, int64_t tp) {
     return std::make_unique<SplitRunner>(spec, weights, tp);
   };

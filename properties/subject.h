@@ -20,7 +20,12 @@ struct Subject {
   std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> runner;
   // The independent implementation the runner is compared with, and the tolerance.
   std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> oracle;
-  Tolerance tolerance;
+  Tolerance tolerance = Tolerance::bound(Precision::f32);
+  // What a correct implementation may differ by: the error bounds of a cut's outputs, as
+  // the reference computes them for these weights and inputs (harness/tolerance.h).
+  std::function<TensorMap(const ModelSpec&, const TensorMap& weights, const Cut&, const TensorMap& inputs,
+                          const Tolerance&)>
+      bounds;
   // Runs cuts split over tp chips, and authors the chips' programs.
   std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&, int64_t)> split_runner;
   std::function<std::vector<Authored>(const Cut&, const ModelSpec&, const std::string&, int64_t)> write_split;

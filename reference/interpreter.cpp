@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "program/activations.h"
 #include "program/inputs.h"
 #include "reference/parallel.h"
 
@@ -25,6 +26,7 @@ void round_to_bf16(Tensor& t) {
 
 Executable::Executable(Program program, TensorMap weights, RunOptions options)
     : program_(std::move(program)), options_(options), slots_(program_.values.size()) {
+  if (options_.store) activation_ = activations(program_);
   for (const WeightDecl& w : program_.weights) {
     const std::string& name = program_.name(w.value);
     auto it = weights.find(name);
@@ -32,11 +34,11 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
     if (it->second.type() != program_.type(w.value))
       throw InputError(fmt::format("weight '{}' is {}, the program declares {}", name, it->second.type().str(),
                                    program_.type(w.value).str()));
-    slots_[size_t(w.value)] = it->second;
+    slots_[size_t(w.value)] = stored(w.value, it->second);
   }
   KernelThreads threads(options_.threads);
   for (const Operation& op : program_.ops) {
-    Step step{&op, kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
+    Step step{&op, options_.kernels ? options_.kernels(op.kind) : kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
     for (ValueId v : op.operands) step.operands.push_back(&slots_[size_t(v)]);
     *step.result = Tensor(program_.type(op.result));
     // Ops that read nothing give the same value on every run: compute them now.
@@ -48,11 +50,19 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
 void Executable::finish(Step& step) const {
   step.kernel(*step.op, step.operands, *step.result);
   if (options_.round_to_bf16 && step.result->dtype() == DType::f32) round_to_bf16(*step.result);
+  if (options_.store && activation_[size_t(step.op->result)]) options_.store(*step.result);
+}
+
+Tensor Executable::stored(ValueId v, const Tensor& t) const {
+  if (!options_.store || !activation_[size_t(v)]) return t;
+  Tensor copy = t.clone();
+  options_.store(copy);
+  return copy;
 }
 
 void Executable::bind(const TensorMap& inputs) {
   check_inputs(program_, inputs);
-  for (const InputDecl& in : program_.inputs) slots_[size_t(in.value)] = inputs.at(program_.name(in.value));
+  for (const InputDecl& in : program_.inputs) slots_[size_t(in.value)] = stored(in.value, inputs.at(program_.name(in.value)));
   next_ = 0;
   at_collective_ = false;
 }

@@ -19,6 +19,12 @@ struct RunOptions {
   // Threads a kernel may split its output between (dot_general, for large specs). The
   // results are the same bits whatever the count.
   int threads = 1;
+  // The kernels that compute each op; empty means the reference's (kernel_for).
+  KernelTable kernels;
+  // How every activation (program/activations.h) is stored: each f32 input and weight as
+  // it is bound, each op result as it is computed. Empty in the reference (f32 as
+  // computed); a variant computing in bf16 rounds here (harness/variants.h).
+  std::function<void(Tensor&)> store;
 };
 
 class Executable {
@@ -29,6 +35,9 @@ class Executable {
   Executable(const Executable&) = delete;
 
   const Program& program() const { return program_; }
+  // A value as the last run left it: every value of the program is kept until the next
+  // run (the error-bound pass reads them all).
+  const Tensor& value(ValueId id) const { return slots_.at(size_t(id)); }
 
   // Runs the whole program. Throws InputError when an input is missing, unknown,
   // mis-typed, or outside its declared range.
@@ -54,11 +63,13 @@ class Executable {
   };
 
   void finish(Step& step) const;
+  Tensor stored(ValueId v, const Tensor& t) const;  // a leaf as options_.store keeps it
 
   Program program_;
   RunOptions options_;
   std::vector<Tensor> slots_;  // one per value; never resized after planning
   std::vector<Step> steps_;
+  std::vector<bool> activation_;  // per value, when options_.store is set
   size_t next_ = 0;
   bool at_collective_ = false;  // advance() stopped at steps_[next_], a collective
 };

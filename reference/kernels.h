@@ -9,6 +9,7 @@
 // what makes the composition, batch and chunking properties hold bitwise.
 #pragma once
 
+#include <functional>
 #include <span>
 
 #include "core/tensor.h"
@@ -17,10 +18,13 @@
 namespace cutcheck {
 
 using Operands = std::span<const Tensor* const>;
-using Kernel = void (*)(const Operation& op, Operands in, Tensor& out);
+using Kernel = std::function<void(const Operation& op, Operands in, Tensor& out)>;
 
 // The kernel of an op; collectives have none (the multi-chip runner carries them out).
 Kernel kernel_for(OpKind kind);
+// A table of kernels: the reference's is kernel_for. Another table computes the same ops
+// another way (harness/variants.h: other summation orders, other precisions).
+using KernelTable = std::function<Kernel(OpKind kind)>;
 
 // The kernels, grouped as in docs/language.md.
 void eval_constant(const Operation& op, Operands in, Tensor& out);

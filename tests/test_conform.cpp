@@ -106,7 +106,7 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   // The kept reproducer fails again when replayed.
   EXPECT_EQ(replay(faulty, r.failures[0].reproducer, o).verdict, Verdict::failed);
   if (fault.precision_only) {  // and passes where the tolerance is bf16's
-    o.tolerance = Tolerance::bf16();
+    o.tolerance = Tolerance::bound(Precision::bf16);
     o.large_keys = false;
     // bf16 rounding over long caches and wide specs outgrows a fixed 0.25: until tolerances
     // follow each element's conditioning (issue #14), the bf16 claim is checked on small shapes.

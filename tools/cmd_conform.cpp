@@ -36,7 +36,7 @@ std::vector<CutKind> kinds_matching(const std::string& patterns) {
 void add_conform(CLI::App& app) {
   struct Args {
     std::string backend, cuts = "*", spec = "random", weights, junit, json, keep = "conform-failures", replay,
-                         tolerance = "f32";
+                         tolerance = "bound", precision = "f32";
     std::vector<int64_t> tp{1};
     int cases = 100;
     uint64_t seed = 1;
@@ -73,12 +73,16 @@ void add_conform(CLI::App& app) {
                   "seconds allowed for shrinking and bisecting each failure (default: 10 x the failing case's time, "
                   "at least 10)")
       ->check(positive_seconds);
-  cmd->add_option("--tolerance", a->tolerance,
-                  "f32 (atol = rtol = 1e-4, nmse 1e-8) or bf16 (atol = rtol = 0.25, nmse 0.01, no large keys)")
+  cmd->add_option("--precision", a->precision,
+                  "what the backend computes in: f32, bf16 or f16 (values stored in it, sums in f32 or better)")
       ->capture_default_str();
-  cmd->add_option("--atol", a->atol, "absolute tolerance, overriding --tolerance");
-  cmd->add_option("--rtol", a->rtol, "relative tolerance, overriding --tolerance");
-  cmd->add_option("--nmse", a->nmse, "largest NMSE of an output, overriding --tolerance");
+  cmd->add_option("--tolerance", a->tolerance,
+                  "bound (each element within the error bound of --precision; docs/numerics.md), or the fixed presets "
+                  "fixed-f32 (atol = rtol = 1e-4, nmse 1e-8) and fixed-bf16 (atol = rtol = 0.25, nmse 0.01, no large keys)")
+      ->capture_default_str();
+  cmd->add_option("--atol", a->atol, "with a fixed tolerance: the absolute tolerance");
+  cmd->add_option("--rtol", a->rtol, "with a fixed tolerance: the relative tolerance");
+  cmd->add_option("--nmse", a->nmse, "with a fixed tolerance: the largest NMSE of an output");
   cmd->add_option("--junit", a->junit, "write a JUnit XML report here");
   cmd->add_option("--json", a->json, "write a JSON report here");
   cmd->add_option("--keep", a->keep, "folder for the reproducers of failures")->capture_default_str();
@@ -97,17 +101,21 @@ void add_conform(CLI::App& app) {
     for (const std::string& f : a->fix) o.specs.fix(f);
     o.shapes = a->shapes;
     o.weights = a->weights;
-    if (a->tolerance == "f32") o.tolerance = Tolerance::f32();
-    else if (a->tolerance == "bf16") o.tolerance = Tolerance::bf16(), o.large_keys = false;
-    else throw Error(fmt::format("--tolerance '{}': choose f32 or bf16", a->tolerance));
+    o.tolerance = tolerance_option(a->tolerance, a->precision);
+    o.large_keys = a->tolerance != "fixed-bf16";
+    if ((a->atol || a->rtol || a->nmse) && o.tolerance.bounded())
+      throw Error("--atol, --rtol and --nmse set a fixed tolerance: give --tolerance fixed-f32 or fixed-bf16 with them");
     if (a->atol) o.tolerance.atol = *a->atol;
     if (a->rtol) o.tolerance.rtol = *a->rtol;
     if (a->nmse) o.tolerance.nmse = *a->nmse;
     o.shrink = !a->no_shrink;
     if (a->shrink_time) o.shrink_seconds = *a->shrink_time;
     o.keep = a->keep;
-    o.replay_prefix = fmt::format("cutcheck conform --backend '{}' --tolerance {} --atol {} --rtol {} --nmse {}",
-                                  a->backend, a->tolerance, o.tolerance.atol, o.tolerance.rtol, o.tolerance.nmse);
+    o.replay_prefix = o.tolerance.bounded()
+                          ? fmt::format("cutcheck conform --backend '{}' --tolerance bound --precision {}", a->backend,
+                                        a->precision)
+                          : fmt::format("cutcheck conform --backend '{}' --tolerance {} --atol {} --rtol {} --nmse {}",
+                                        a->backend, a->tolerance, o.tolerance.atol, o.tolerance.rtol, o.tolerance.nmse);
     const bool tty = isatty(2);
     o.progress = [tty](int done, int total) {
       if (tty) fmt::print(stderr, "\r[{}/{}]", done, total);
@@ -121,7 +129,8 @@ void add_conform(CLI::App& app) {
       CaseResult r = replay(backend, a->replay, o);
       fmt::print("{}: {}\n{}\n", verdict_name(r.verdict), r.c.str(), r.failure);
       for (const OutputError& e : r.errors)
-        fmt::print("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}\n", e.name, e.max_abs, e.max_rel, e.nmse);
+        fmt::print("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}, headroom {:.3g}\n", e.name, e.max_abs, e.max_rel,
+                   e.nmse, e.headroom);
       if (!r.stderr_tail.empty()) fmt::print("backend stderr (tail):\n{}\n", r.stderr_tail);
       if (r.verdict != Verdict::passed) throw CheckFailed("the replayed case did not pass");
       return;

@@ -2,13 +2,14 @@
 
 #include "core/safetensors.h"
 #include "harness/folder.h"
+#include "harness/variants.h"
 #include "tools/commands.h"
 
 namespace cutcheck::cli {
 
 void add_run(CLI::App& app) {
   struct Args {
-    std::string folder, inputs, outputs, fault;
+    std::string folder, inputs, outputs, fault, variant;
     int threads = 1;
   };
   auto args = std::make_shared<Args>();
@@ -20,10 +21,14 @@ void add_run(CLI::App& app) {
   std::string faults;
   for (const FaultSpec& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
   cmd->add_option("--fault", args->fault, "misbehave as a buggy backend would, to test a harness:" + faults);
+  std::string names;
+  for (const Variant& v : variants()) names += "\n  " + v.name + " (correct under " + std::string(precision_info(v.precision).name) + "): " + v.description;
+  cmd->add_option("--variant", args->variant, "compute as a legitimate variant does (other sums, other precisions):" + names)
+      ->excludes("--fault");
   cmd->add_option("--threads", args->threads, "threads for large contractions (the same bits whatever the count)")
       ->capture_default_str();
   cmd->callback([args] {
-    RunOptions options;
+    RunOptions options = args->variant.empty() ? RunOptions{} : find_variant(args->variant).run;
     options.threads = args->threads;
     FolderRun program = args->fault.empty() ? FolderRun::open(args->folder, options)
                                             : FolderRun::open_with_fault(args->folder, find_fault_spec(args->fault));

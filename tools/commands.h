@@ -18,6 +18,7 @@ void add_check(CLI::App& app);
 void add_conform(CLI::App& app);
 void add_export_mlir(CLI::App& app);
 void add_export_onnx(CLI::App& app);
+void add_tolerance_report(CLI::App& app);
 
 // Thrown when a check or conformance run finds failures: exit code 1, not 2.
 class CheckFailed : public std::runtime_error {

@@ -70,4 +70,12 @@ std::string path_from(const fs::path& from, const std::string& target) {
   return fs::absolute(t).lexically_normal().lexically_relative(fs::absolute(from).lexically_normal()).string();
 }
 
+Tolerance tolerance_option(const std::string& tolerance, const std::string& precision) {
+  if (tolerance == "f32" || tolerance == "bf16")
+    throw Error(fmt::format("--tolerance {0}: the fixed presets are now fixed-f32 and fixed-bf16; the default is "
+                            "--tolerance bound --precision {0}, a bound per element (docs/numerics.md)",
+                            tolerance));
+  return Tolerance::parse(tolerance, parse_precision(precision));
+}
+
 }  // namespace cutcheck::cli

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/files.h"
+#include "harness/tolerance.h"
 #include "model/spec.h"
 
 namespace cutcheck::cli {
@@ -20,6 +21,10 @@ std::vector<int32_t> parse_token_list(const std::string& text);
 
 // How `target` reads from inside `from`: relative when both are, absolute otherwise.
 std::string path_from(const fs::path& from, const std::string& target);
+
+// --tolerance and --precision: "bound" with a precision, or a fixed preset. The old
+// names f32 and bf16 are refused with the new ones named.
+Tolerance tolerance_option(const std::string& tolerance, const std::string& precision);
 
 // For seed options: a decimal number in [0, 2^64), refused (not clamped or wrapped) otherwise.
 extern const CLI::Validator seed_number;

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_conform(app);
   cutcheck::cli::add_export_mlir(app);
   cutcheck::cli::add_export_onnx(app);
+  cutcheck::cli::add_tolerance_report(app);
   try {
     // A malformed CUTCHECK_MEMORY_LIMIT is refused before any command starts, not at the
     // first allocation in the middle of one.

@@ -1,0 +1,53 @@
+#include <fmt/format.h>
+
+#include "conform/tolerance_report.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace cutcheck::cli {
+
+void add_tolerance_report(CLI::App& app) {
+  struct Args {
+    std::string spec = "random", weights, json;
+    std::vector<std::string> precisions{"f32", "bf16", "f16"};
+    std::vector<int64_t> tp{1, 2, 4};
+    int cases = 200, layer_cases = 40;
+    uint64_t seed = 1;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "tolerance-report",
+      "judge the tolerances as classifiers: false failures of correct variants, detections of the fault catalog, the "
+      "smallest perturbation each policy catches (docs/numerics.md)");
+  cmd->add_option("--cases", a->cases, "cases to generate")->capture_default_str()->check(CLI::Range(1, 100000000));
+  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
+  cmd->add_option("--tp", a->tp, "tp widths to generate")->capture_default_str()->check(tp_width);
+  cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for random specs")->capture_default_str();
+  cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
+  cmd->add_option("--precision", a->precisions, "precisions whose policies are judged: f32, bf16, f16")->capture_default_str();
+  cmd->add_option("--layer-cases", a->layer_cases, "cases whose layer-0 perturbation threshold is measured")
+      ->capture_default_str()->check(CLI::Range(0, 100000000));
+  cmd->add_option("--json", a->json, "write the figures as JSON here");
+  cmd->callback([a] {
+    ToleranceReportOptions o;
+    o.campaign.cases = a->cases;
+    o.campaign.seed = a->seed;
+    o.campaign.tp = a->tp;
+    if (a->spec != "random") o.campaign.spec = load_spec(a->spec);
+    if (!a->weights.empty() && !o.campaign.spec) throw Error("--weights needs --spec");
+    o.campaign.weights = a->weights;
+    o.precisions.clear();
+    for (const std::string& p : a->precisions) o.precisions.push_back(parse_precision(p));
+    o.layer_cases = a->layer_cases;
+    o.progress = [](int done, int total) {
+      if (done % std::max(1, total / 10) == 0 || done == total) fmt::print(stderr, "[{}/{}]\n", done, total);
+    };
+    const ToleranceReport r = tolerance_report(o);
+    fmt::print("{}", tolerance_report_text(r));
+    if (!a->json.empty()) write_file_atomic(a->json, tolerance_report_json(r).dump(2) + "\n");
+  });
+}
+
+}  // namespace cutcheck::cli
