@@ -30,13 +30,7 @@ ConformOptions options(const std::string& name, int cases = 100) {
 TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
   CommandBackend reference(cutcheck_binary + " run", 30);
   ConformOptions o = options("reference", 100);
-  o.tp = {1, 2, 4};
-  // A split sums attention's output in another order than the unsplit reference. With keys
-  // scaled by 1000 on wide specs the softmax is ill-conditioned past a fixed f32 tolerance
-  // (1 split case in 500 fails at atol = rtol = 1e-4; issue #14 replaces the fixed
-  // tolerance by per-element bounds). Large keys are checked unsplit, where the reference
-  // is bitwise equal to itself (Conform.TheReferencePassesWithLargeKeysUnsplit).
-  o.large_keys = false;
+  o.tp = {1, 2, 4};  // a split sums in another order: within the bounds, large keys and all
   ConformReport r = conform(reference, o);
   EXPECT_TRUE(r.passed()) << summary_table(r);
   EXPECT_EQ(r.count(Verdict::passed), 100);

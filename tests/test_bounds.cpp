@@ -1,0 +1,198 @@
+// Error bounds and the tolerance built on them: the rounding of each precision, the rule
+// of each element-wise op against brute force, the softmax rule, and the policy as a
+// classifier: correct variants pass (also on the real checkpoint with large keys), the
+// faults are caught, and a bound made too tight is seen to fail correct backends.
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <random>
+
+#include "author/builder.h"
+#include "bound/error_bound.h"
+#include "conform/campaign.h"
+#include "conform/report.h"
+#include "conform/tolerance_report.h"
+#include "harness/runner.h"
+#include "harness/variants.h"
+#include "model/llama2c.h"
+#include "model/weights.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+TEST(Precision, RoundsToNearestTiesToEvenAndOverflows) {
+  const PrecisionInfo &bf16 = precision_info(Precision::bf16), &f16 = precision_info(Precision::f16),
+                      &f32 = precision_info(Precision::f32);
+  EXPECT_EQ(round_to(bf16, 1 + 0x1p-8), 1.0);                // a tie: to the even neighbour, 1
+  EXPECT_EQ(round_to(bf16, 1 + 3 * 0x1p-8), 1 + 0x1p-6);     // a tie: to the even neighbour above
+  EXPECT_EQ(round_to(bf16, 1 + 0x1p-8 + 0x1p-20), 1 + 0x1p-7);
+  EXPECT_EQ(round_to(f16, 65519.0), 65504.0);
+  EXPECT_EQ(round_to(f16, 65520.0), INFINITY);               // half a spacing past the largest: overflow
+  EXPECT_EQ(round_to(f16, -0x1p-25), -0.0);                  // half the smallest subnormal: to even, 0
+  EXPECT_EQ(round_to(f16, 3 * 0x1p-25), 0x1p-23);
+  EXPECT_EQ(round_to(f32, 1 + 0x1p-24), 1.0);
+  EXPECT_TRUE(std::isnan(round_to(bf16, NAN)));
+  EXPECT_EQ(bf16.unit_roundoff(), 0x1p-8);
+  EXPECT_EQ(f16.unit_roundoff(), 0x1p-11);
+  EXPECT_THROW(parse_precision("fp8"), Error);
+}
+
+// One element-wise op on two bf16-stored inputs, bounded; then every correct bf16
+// backend, sampled (inputs rounded anywhere within their rounding, the op exact, the
+// result rounded to bf16), must land within the bound. A rule that forgets a rounding or
+// a derivative fails here.
+void expect_elementwise_bound_covers(OpKind kind, float lo, float hi) {
+  const int n = 64;
+  Builder b("one op");
+  ValueId x = b.input("x", {DType::f32, {n}}), y = b.input("y", {DType::f32, {n}});
+  const bool unary = op_info(kind).max_operands == 1;
+  ValueId r = unary ? b.unary(kind, x, "r") : b.binary(kind, x, y, "r");
+  b.output("r", r);
+  Program p = b.finish();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> xs(n), ys(n);
+  for (int i = 0; i < n; ++i) xs[size_t(i)] = d(rng), ys[size_t(i)] = d(rng);
+  Executable e(p, {});
+  e.run({{"x", Tensor::of_f32({n}, xs)}, {"y", Tensor::of_f32({n}, ys)}});
+  ErrorBounds bounds(p, [&](ValueId v) -> const Tensor& { return e.value(v); }, {Precision::bf16});
+  const Tensor bound = bounds.of(r);
+  const PrecisionInfo& s = precision_info(Precision::bf16);
+  std::uniform_real_distribution<double> jitter(-s.unit_roundoff(), s.unit_roundoff());
+  for (int i = 0; i < n; ++i)
+    for (int trial = 0; trial < 200; ++trial) {
+      const double a = xs[size_t(i)] * (1 + jitter(rng)), c = ys[size_t(i)] * (1 + jitter(rng));
+      double v = 0;
+      switch (kind) {
+        case OpKind::add: v = a + c; break;
+        case OpKind::subtract: v = a - c; break;
+        case OpKind::multiply: v = a * c; break;
+        case OpKind::divide: v = a / c; break;
+        case OpKind::exponential: v = std::exp(a); break;
+        case OpKind::rsqrt: v = 1 / std::sqrt(a); break;
+        case OpKind::logistic: v = 1 / (1 + std::exp(-a)); break;
+        case OpKind::sine: v = std::sin(a); break;
+        default: FAIL() << "no brute force for this op";
+      }
+      const double got = round_to(s, v), want = e.value(r).as<float>()[size_t(i)];
+      ASSERT_LE(std::abs(got - want), bound.as<float>()[size_t(i)])
+          << op_info(kind).name << " at x = " << xs[size_t(i)] << ", y = " << ys[size_t(i)];
+    }
+}
+
+TEST(ErrorBounds, CoverEveryCorrectBf16RoundingOfElementwiseOps) {
+  for (OpKind k : {OpKind::add, OpKind::subtract, OpKind::multiply, OpKind::divide}) expect_elementwise_bound_covers(k, -3, 3);
+  expect_elementwise_bound_covers(OpKind::divide, 0.5f, 3);
+  expect_elementwise_bound_covers(OpKind::exponential, -20, 20);
+  expect_elementwise_bound_covers(OpKind::rsqrt, 1e-3f, 10);
+  expect_elementwise_bound_covers(OpKind::logistic, -10, 10);
+  expect_elementwise_bound_covers(OpKind::sine, -100, 100);
+}
+
+// The value of `name` in a run of `cut`, with its bound.
+struct Bounded {
+  Tensor value, bound;
+};
+Bounded bounded_value(const Cut& cut, const ModelSpec& spec, const TensorMap& in, const std::string& name, Precision p) {
+  Program program = authored_program(cut, spec);
+  Executable e(program, synthetic_weights(spec, 3));
+  e.run(in);
+  ErrorBounds b(program, [&](ValueId v) -> const Tensor& { return e.value(v); }, {p});
+  const ValueId v = *program.find(name);
+  return {e.value(v).clone(), b.of(v)};
+}
+
+TEST(ErrorBounds, SoftmaxOfOneVisiblePositionIsOneWhateverTheScores) {
+  // Step by step, p = exp(s - max s) / sum exp(...) would be bounded by four times the
+  // scores' bound; the softmax rule knows p = 1 exactly.
+  const ModelSpec spec = builtin_spec("tiny");
+  Case c;
+  c.spec = spec;
+  c.cut = Cut::decode(4);
+  c.tokens = {1};
+  c.positions = {0};
+  c.k_scale = 1000;  // large scores, with large bounds
+  const TensorMap inputs = case_inputs(c);
+  const Bounded scores = bounded_value(c.cut, spec, inputs, "l0.scores", Precision::f32);
+  const Bounded probs = bounded_value(c.cut, spec, inputs, "l0.probs", Precision::f32);
+  double score_bound = 0, prob_bound = 0;
+  for (float b : scores.bound.as<float>()) score_bound = std::max(score_bound, double(b));
+  for (size_t i = 0; i < size_t(probs.value.elements()); ++i)
+    if (probs.value.as<float>()[i] == 1.0f) prob_bound = std::max(prob_bound, double(probs.bound.as<float>()[i]));
+  EXPECT_GT(score_bound, 1e-4);
+  EXPECT_LT(prob_bound, 1e-6);  // the roundings of the sum and the quotient, nothing of the scores'
+}
+
+ConformOptions campaign(int cases, Tolerance t) {
+  ConformOptions o;
+  o.cases = cases;
+  o.tp = {1, 2, 4};
+  o.tolerance = t;
+  o.shrink = false;
+  o.keep = test::temp_dir("bounds-keep");
+  return o;
+}
+
+// Every legitimate variant passes under its precision's bound, large keys included.
+TEST(Tolerance, LegitimateVariantsPassTheirPrecisionsBound) {
+  for (const Variant& v : variants()) {
+    VariantBackend backend(v.name);
+    ConformReport r = conform(backend, campaign(60, Tolerance::bound(v.precision)));
+    EXPECT_TRUE(r.passed()) << v.name << "\n" << summary_table(r);
+  }
+}
+
+// The test above can fail: a bound a hundred times too tight fails a correct backend.
+TEST(Tolerance, ABoundTooTightFailsACorrectBackend) {
+  Tolerance tight = Tolerance::bound(Precision::f32);
+  tight.k = 0.05;
+  VariantBackend backend("f32-sequential");
+  EXPECT_FALSE(conform(backend, campaign(60, tight)).passed());
+}
+
+// The instrument on a small budget: zero false failures under every bound, every
+// fault caught under the f32 and bf16 bounds, and the f32 bound sharper than the fixed preset.
+TEST(Tolerance, ReportShowsBoundsFairAndSharp) {
+  ToleranceReportOptions o;
+  o.campaign.cases = 100;
+  o.campaign.tp = {1, 2, 4};
+  o.precisions = {Precision::f32, Precision::bf16};
+  o.layer_cases = 4;
+  const ToleranceReport r = tolerance_report(o);
+  ASSERT_EQ(r.policies.size(), 4u);  // bound f32, bound bf16, fixed f32, fixed bf16
+  for (const PolicyFigures& p : r.policies) {
+    if (!p.tolerance.bounded()) continue;
+    for (const auto& [name, n] : p.false_failures) EXPECT_EQ(n, 0) << name << " under " << p.tolerance.str();
+    for (const auto& [name, n] : p.detected) EXPECT_GT(n, 0) << name << " under " << p.tolerance.str();
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_LT(median(r.policies[0].logit_thresholds), 1e-4);  // the fixed preset's is 1e-4
+  EXPECT_EQ(r.policies[1].false_failures.count("bf16-activations"), 1u);  // legitimate under bf16
+}
+
+// The case: a backend summing in f32 on the real checkpoint with large keys.
+TEST(Tolerance, F32SumsPassStoriesWithLargeKeys) {
+  SKIP_WITHOUT_SHARED(shared);
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  const fs::path dir = test::temp_dir("bounds-stories");
+  write_weights(dir, m.weights, m.spec);
+  for (const char* name : {"f32-sequential", "f32-blocked-fma", "f32-functions"}) {
+    ConformOptions o = campaign(100, Tolerance::bound(Precision::f32));
+    o.tp = {1};
+    o.spec = m.spec;
+    o.weights = dir;
+    VariantBackend backend(name);
+    ConformReport r = conform(backend, o);
+    int large = 0;
+    for (const CaseResult& c : r.results) large += c.c.k_scale != 1;
+    EXPECT_GT(large, 10);
+    EXPECT_TRUE(r.passed()) << name << "\n" << summary_table(r);
+  }
+}
+
+}  // namespace
+}  // namespace cutcheck
