@@ -15,17 +15,19 @@
 #include "harness/folder.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
+#include "oracle/oracle.h"
 
 namespace cutcheck {
 namespace {
 
 // A backend of the report: a legitimate variant or a fault, run in process on the
-// case's program folder.
+// case's program folder, or the oracle (no variant, no fault), run on the cut.
 struct Judged {
   std::string name;
   const Variant* variant = nullptr;
   const FaultSpec* fault = nullptr;
-  TensorMap run(const fs::path& folder, const TensorMap& in) const {
+  TensorMap run(const Case& c, const TensorMap& weights, const fs::path& folder, const TensorMap& in) const {
+    if (!variant && !fault) return Oracle(c.spec, weights).run(c.cut, in);
     FolderRun r = variant ? FolderRun::open(folder, variant->run) : FolderRun::open_with_fault(folder, *fault);
     return r.run(in);
   }
@@ -33,6 +35,12 @@ struct Judged {
 
 // The fault that is a precision, not a bug: legitimate where that precision is declared.
 bool legitimate_fault(const FaultSpec& f, Precision p) { return f.precision_only && p == Precision::bf16; }
+
+bool legitimate_anywhere(const FaultSpec& f, const std::vector<Precision>& precisions) {
+  for (Precision p : precisions)
+    if (legitimate_fault(f, p)) return true;
+  return false;
+}
 
 // The policies judged: the bound of each precision asked for, and the fixed preset that
 // stood for it before (f32's, and bf16's for the narrower precisions).
@@ -112,15 +120,16 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
   ToleranceReport report;
   for (const Tolerance& t : policies(options.precisions)) report.policies.push_back({t});
 
-  std::vector<Judged> subjects;
+  std::vector<Judged> subjects{{"oracle (double)"}};
   for (const Variant& v : variants()) subjects.push_back({v.name, &v, nullptr});
   for (const FaultSpec& f : fault_catalog()) subjects.push_back({f.name, nullptr, &f});
   auto legitimate = [](const Judged& s, const Tolerance& t) {
+    if (!s.variant && !s.fault) return true;  // the oracle: nearer exact than any precision
     return s.variant ? s.variant->precision == t.precision : legitimate_fault(*s.fault, t.precision);
   };
   for (PolicyFigures& p : report.policies)
     for (const Judged& s : subjects) {
-      if (legitimate(s, p.tolerance)) p.false_failures[s.name] = 0, p.headroom[s.name] = 0;
+      if (legitimate(s, p.tolerance)) p.false_failures[s.name] = 0, p.headroom[s.name] = 0, p.worst_abs[s.name] = 0;
       else if (s.fault) p.detected[s.name] = 0;
     }
 
@@ -145,11 +154,17 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
                                (c.cut.part() == Part::whole || c.cut.part() == Part::layer);
     layer_cases += measure_layer;
 
+    const bool faults = i < options.fault_cases;
+    report.fault_cases += faults;
     std::map<std::string, TensorMap> got;
     std::map<std::string, std::string> threw;
     for (const Judged& s : subjects) {
+      if (s.fault && !faults && !legitimate_anywhere(*s.fault, options.precisions)) continue;
+      if (s.variant && std::find(options.precisions.begin(), options.precisions.end(), s.variant->precision) ==
+                           options.precisions.end())
+        continue;  // judged by no policy asked for
       try {
-        got[s.name] = blank_unattended(s.run(work / "program", in), c);
+        got[s.name] = blank_unattended(s.run(c, weights, work / "program", in), c);
       } catch (const std::exception& e) {
         threw[s.name] = e.what();
       }
@@ -159,6 +174,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
       for (const Judged& s : subjects) {
         const bool legit = legitimate(s, p.tolerance);
         if (!legit && !s.fault) continue;  // a variant of another precision
+        if (!got.count(s.name) && !threw.count(s.name)) continue;  // a fault past the fault cases
         std::string failure;
         if (threw.count(s.name)) {
           failure = "threw: " + threw.at(s.name);
@@ -166,7 +182,10 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           const Comparison cmp = compare(want, got.at(s.name), p.tolerance);
           if (!cmp.ok) failure = cmp.failure;
           if (legit)
-            for (const OutputError& e : cmp.outputs) p.headroom[s.name] = std::max(p.headroom[s.name], e.headroom);
+            for (const OutputError& e : cmp.outputs) {
+              p.headroom[s.name] = std::max(p.headroom[s.name], e.headroom);
+              p.worst_abs[s.name] = std::max(p.worst_abs[s.name], e.max_abs);
+            }
         }
         if (failure.empty()) continue;
         if (!legit) {
@@ -191,9 +210,10 @@ std::string tolerance_report_text(const ToleranceReport& r) {
     out += fmt::format("\n{}\n  false failures (cases a correct backend fails; headroom = worst |got - want| / allowed):\n",
                        p.tolerance.str());
     for (const auto& [name, n] : p.false_failures)
-      out += fmt::format("    {:<24} {:>6} of {}   headroom {:.3g}\n", name, n, r.cases, p.headroom.at(name));
+      out += fmt::format("    {:<24} {:>6} of {}   headroom {:.3g}   worst abs {:.3g}\n", name, n, r.cases,
+                         p.headroom.at(name), p.worst_abs.at(name));
     out += "  detections (cases a wrong backend fails):\n";
-    for (const auto& [name, n] : p.detected) out += fmt::format("    {:<24} {:>6} of {}\n", name, n, r.cases);
+    for (const auto& [name, n] : p.detected) out += fmt::format("    {:<24} {:>6} of {}\n", name, n, r.fault_cases);
     out += fmt::format("  smallest detected perturbation d of outputs * (1 + d), median and worst over cases:\n"
                        "    logits           {:.3g}  {:.3g}\n    layer 0 output   {:.3g}  {:.3g}  ({} cases)\n",
                        percentile(p.logit_thresholds, 0.5), percentile(p.logit_thresholds, 1.0),
@@ -211,6 +231,7 @@ Json tolerance_report_json(const ToleranceReport& r) {
     policies.push_back({{"tolerance", p.tolerance.str()},
                         {"false_failures", p.false_failures},
                         {"headroom", p.headroom},
+                        {"worst_abs", p.worst_abs},
                         {"detected", p.detected},
                         {"first_false_failure", p.first_false_failure},
                         {"logit_threshold", {{"median", finite(percentile(p.logit_thresholds, 0.5))},
@@ -219,7 +240,11 @@ Json tolerance_report_json(const ToleranceReport& r) {
                                              {"worst", finite(percentile(p.layer_thresholds, 1.0))},
                                              {"cases", p.layer_thresholds.size()}}}});
   }
-  return {{"format", "cutcheck-tolerance-report-1"}, {"cases", r.cases}, {"seconds", r.seconds}, {"policies", policies}};
+  return {{"format", "cutcheck-tolerance-report-1"},
+          {"cases", r.cases},
+          {"fault_cases", r.fault_cases},
+          {"seconds", r.seconds},
+          {"policies", policies}};
 }
 
 }  // namespace cutcheck

@@ -1,6 +1,6 @@
-// Judging a tolerance as a classifier. Legitimate variants (harness/variants.h) are
-// correct backends: every case one of them fails is a false failure. The fault catalog's
-// backends are wrong: every case one of them fails is a detection. Both run on the same
+// Judging a tolerance as a classifier. Legitimate variants (harness/variants.h) and the
+// oracle (Eigen, double) are correct backends: every case one of them fails is a false
+// failure. The fault catalog's backends are wrong: every case one of them fails is a detection. Both run on the same
 // generated cases, and each policy (the bound of a precision, a fixed preset) judges the
 // same outputs. Sensitivity: the smallest relative perturbation x * (1 + d) of the logits,
 // and of layer 0's output, that the policy catches in a case.
@@ -19,6 +19,9 @@ struct ToleranceReportOptions {
   ConformOptions campaign;  // cases, seed, cut kinds, tp, spec and weights, shapes (its tolerance is unused)
   std::vector<Precision> precisions{Precision::f32, Precision::bf16, Precision::f16};
   int layer_cases = 40;  // cases whose layer-0 perturbation threshold is measured (each costs ~25 runs)
+  // Cases the faults run on (the first ones), for detection rates; false failures need
+  // many more cases than detection rates do.
+  int fault_cases = 1 << 30;
   std::function<void(int done, int total)> progress;
 };
 
@@ -28,6 +31,7 @@ struct PolicyFigures {
   // (|got - want| / allowed; above 1 fails).
   std::map<std::string, int> false_failures = {};
   std::map<std::string, double> headroom = {};
+  std::map<std::string, double> worst_abs = {};  // the largest |got - want| of any output element
   std::string first_false_failure = {};  // the case and the failure, for a look
   // Wrong backends: cases failed.
   std::map<std::string, int> detected = {};
@@ -36,7 +40,7 @@ struct PolicyFigures {
 };
 
 struct ToleranceReport {
-  int cases = 0;
+  int cases = 0, fault_cases = 0;
   std::vector<PolicyFigures> policies;
   double seconds = 0;
 };

@@ -13,7 +13,7 @@ void add_tolerance_report(CLI::App& app) {
     std::string spec = "random", weights, json;
     std::vector<std::string> precisions{"f32", "bf16", "f16"};
     std::vector<int64_t> tp{1, 2, 4};
-    int cases = 200, layer_cases = 40;
+    int cases = 200, layer_cases = 40, fault_cases = 1 << 30;
     uint64_t seed = 1;
   };
   auto a = std::make_shared<Args>();
@@ -29,6 +29,8 @@ void add_tolerance_report(CLI::App& app) {
   cmd->add_option("--precision", a->precisions, "precisions whose policies are judged: f32, bf16, f16")->capture_default_str();
   cmd->add_option("--layer-cases", a->layer_cases, "cases whose layer-0 perturbation threshold is measured")
       ->capture_default_str()->check(CLI::Range(0, 100000000));
+  cmd->add_option("--fault-cases", a->fault_cases, "run the fault catalog on the first N cases only (default: all)")
+      ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--json", a->json, "write the figures as JSON here");
   cmd->callback([a] {
     ToleranceReportOptions o;
@@ -41,6 +43,7 @@ void add_tolerance_report(CLI::App& app) {
     o.precisions.clear();
     for (const std::string& p : a->precisions) o.precisions.push_back(parse_precision(p));
     o.layer_cases = a->layer_cases;
+    o.fault_cases = a->fault_cases;
     o.progress = [](int done, int total) {
       if (done % std::max(1, total / 10) == 0 || done == total) fmt::print(stderr, "[{}/{}]\n", done, total);
     };
