@@ -23,7 +23,7 @@ struct ConformOptions {
   int cases = 100;
   uint64_t seed = 1;
   std::optional<ModelSpec> spec;   // a fixed spec; random specs from `specs` when unset
-  SpecSpace specs{4};              // random specs: dim >= 4 (see docs/numerics.md), --fix; wide as often as shapes say
+  SpecSpace specs{4};              // random specs: dim >= 4 (RMSNorm of one or two elements is little more than a sign), --fix; wide as often as shapes say
   ShapeSpace shapes = ShapeSpace::campaign();  // ctx, rows and positions
   fs::path weights;                // with `spec`: use these weights instead of seeded ones
   Tolerance tolerance = Tolerance::bound(Precision::f32);

@@ -17,7 +17,7 @@
 namespace cutcheck {
 
 struct SpecSpace {
-  int64_t min_dim = 1;     // comparisons within a tolerance want 4 or more (docs/numerics.md)
+  int64_t min_dim = 1;     // campaigns start at 4: smaller models are degenerate
   double large_share = 0;  // chance of a wide spec: head_dim to 128, up to 8 query heads per kv head
   int64_t tp = 1;          // kv_heads, heads and ffn are multiples of it
   Json fixed = Json::object();     // field -> value, as in spec.json
