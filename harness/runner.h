@@ -1,11 +1,13 @@
 // The reference interpreter as a CutRunner.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
 #include "author/author.h"
 #include "core/tensor.h"
+#include "faults/catalog.h"
 #include "harness/cut_runner.h"
 #include "model/cut.h"
 #include "model/spec.h"
@@ -13,22 +15,30 @@
 
 namespace cutcheck {
 
+// A change made to each program of a cut (split `tp` ways) before it runs: a fault or a
+// mutant, for testing the harness. An empty edit runs the programs as authored.
+using ProgramEdit = std::function<Program(const Program& program, const Cut& cut, int64_t tp)>;
+
+// The programs as `fault` leaves them: changed where it acts (Fault::acts_on), as
+// authored elsewhere.
+ProgramEdit with_fault(const Fault& fault);
+
 // Authors each cut once, parses its text back, plans it, and reuses the plan.
 class ReferenceRunner : public CutRunner {
  public:
-  ReferenceRunner(ModelSpec spec, TensorMap weights, AuthorOptions author = {}, RunOptions run = {});
+  ReferenceRunner(ModelSpec spec, TensorMap weights, ProgramEdit edit = {}, RunOptions run = {});
   TensorMap run(const Cut& cut, const TensorMap& inputs) override;
   const ModelSpec& spec() const { return spec_; }
 
  private:
   ModelSpec spec_;
   TensorMap weights_;
-  AuthorOptions author_;
+  ProgramEdit edit_;
   RunOptions options_;
   std::unordered_map<Cut, std::unique_ptr<Executable>, CutHash> plans_;
 };
 
 // The program of a cut as the interpreter runs it: authored, printed, parsed and verified.
-Program authored_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options = {});
+Program authored_program(const Cut& cut, const ModelSpec& spec);
 
 }  // namespace cutcheck

@@ -2,27 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "core/error.h"
 #include "program/inputs.h"
 #include "reference/parallel.h"
 
 namespace cutcheck {
-namespace {
-
-// Round to nearest, ties to even, keeping the top 16 bits of the f32 pattern.
-void round_to_bf16(Tensor& t) {
-  for (float& v : t.as_mut<float>()) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    std::memcpy(&v, &bits, 4);
-  }
-}
-
-}  // namespace
-
 Executable::Executable(Program program, TensorMap weights, RunOptions options)
     : program_(std::move(program)), options_(options), slots_(program_.values.size()) {
   for (const WeightDecl& w : program_.weights) {
@@ -45,10 +29,7 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
   }
 }
 
-void Executable::finish(Step& step) const {
-  step.kernel(*step.op, step.operands, *step.result);
-  if (options_.round_to_bf16 && step.result->dtype() == DType::f32) round_to_bf16(*step.result);
-}
+void Executable::finish(Step& step) const { step.kernel(*step.op, step.operands, *step.result); }
 
 void Executable::bind(const TensorMap& inputs) {
   check_inputs(program_, inputs);

@@ -13,9 +13,6 @@
 namespace cutcheck {
 
 struct RunOptions {
-  // Rounds every f32 op result to bf16 precision, as a bf16 backend would: a fault for
-  // testing tolerances, off in the reference.
-  bool round_to_bf16 = false;
   // Threads a kernel may split its output between (dot_general, for large specs). The
   // results are the same bits whatever the count.
   int threads = 1;

@@ -7,7 +7,7 @@
 
 #include "conform/report.h"
 #include "core/error.h"
-#include "harness/faults.h"
+#include "faults/catalog.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -75,7 +75,7 @@ std::string expected_piece(const std::string& fault) {
 class FaultCatalog : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
-  const FaultSpec& fault = find_fault_spec(GetParam());
+  const Fault& fault = find_fault(GetParam());
   CommandBackend faulty(cutcheck_binary + " run --fault " + fault.name, 30);
   ConformOptions o = options(fault.name);
   ConformReport r = conform(faulty, o);
@@ -118,7 +118,7 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
 
 std::vector<std::string> fault_names() {
   std::vector<std::string> names;
-  for (const FaultSpec& f : fault_catalog()) names.push_back(f.name);
+  for (const Fault& f : fault_catalog()) names.push_back(f.name);
   return names;
 }
 

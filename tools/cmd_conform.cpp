@@ -5,7 +5,6 @@
 #include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "harness/faults.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 

@@ -18,15 +18,16 @@ void add_run(CLI::App& app) {
   cmd->add_option("--inputs", args->inputs, "a safetensors file of the program's inputs")->required();
   cmd->add_option("--outputs", args->outputs, "the safetensors file to write the outputs to")->required();
   std::string faults;
-  for (const FaultSpec& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
-  cmd->add_option("--fault", args->fault, "misbehave as a buggy backend would, to test a harness:" + faults);
+  for (const Fault& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
+  cmd->add_option("--fault", args->fault,
+                  "misbehave as a buggy backend would, to test a harness (a rewrite of the program, docs/faults.md):" + faults);
   cmd->add_option("--threads", args->threads, "threads for large contractions (the same bits whatever the count)")
       ->capture_default_str();
   cmd->callback([args] {
     RunOptions options;
     options.threads = args->threads;
     FolderRun program = args->fault.empty() ? FolderRun::open(args->folder, options)
-                                            : FolderRun::open_with_fault(args->folder, find_fault_spec(args->fault));
+                                            : FolderRun::open_with_fault(args->folder, find_fault(args->fault), options);
     write_safetensors(args->outputs, program.run(read_safetensors(args->inputs).tensors));
   });
 }
