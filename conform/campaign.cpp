@@ -218,7 +218,11 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
       }
       if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
       else if (Clock::now() >= deadline) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
-      else f.piece = bisect(backend, f.shrunk.c, o, root / "bisect");
+      else {
+        Bisection b = bisect(backend, f.shrunk.c, o, root / "bisect");
+        f.piece = b.piece;
+        f.value = b.value;
+      }
       f.reproducer = fs::absolute(o.keep) / fmt::format("case-{}", p.index);  // the printed command works from anywhere
       f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
       write_reproducer(f, o, kept, backend.name());
