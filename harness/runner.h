@@ -8,7 +8,7 @@
 #include "author/author.h"
 #include "core/tensor.h"
 #include "faults/catalog.h"
-#include "harness/cut_runner.h"
+#include "model/cut_runner.h"
 #include "model/cut.h"
 #include "model/spec.h"
 #include "reference/interpreter.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "author/author.h"
-#include "harness/cut_runner.h"
+#include "model/cut_runner.h"
 #include "harness/runner.h"
 #include "reference/interpreter.h"
 
