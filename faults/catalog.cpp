@@ -2,6 +2,7 @@
 
 #include "core/named.h"
 #include "faults/rewrites.h"
+#include "model/sharding.h"
 
 namespace cutcheck {
 namespace {
@@ -37,8 +38,8 @@ const std::vector<Fault>& fault_catalog() {
        false, rw::prefill_head_first_row},
       {"batch-rows-mixed", "batch row r attends over the cache of row r + 1", false, {C::batch, C::batch_layer}, false,
        rw::batch_rows_mixed},
-      {"all-reduce-dropped", "tp split skips the all_reduce after attention's output", false,
-       {C::decode, C::batch, C::decode_layer, C::batch_layer}, true, rw::all_reduce_dropped},
+      {"all-reduce-dropped", "tp split skips the all_reduce after attention's output", false, splitting_kinds(), true,
+       rw::all_reduce_dropped},
       {"softmax-tail-tile", "attention ignores cache rows from 16 on (a dropped tail tile)", false, with_layers, false,
        rw::softmax_tail_tile},
       {"rows-past-eight", "rows from the ninth on embed the tokens of rows 0, 1, ... again", false,

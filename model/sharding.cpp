@@ -21,6 +21,13 @@ bool kind_splits(CutKind k) {
   return k == CutKind::decode || k == CutKind::batch || k == CutKind::decode_layer || k == CutKind::batch_layer;
 }
 
+std::vector<CutKind> splitting_kinds() {
+  std::vector<CutKind> out;
+  for (CutKind k : all_cut_kinds())
+    if (kind_splits(k)) out.push_back(k);
+  return out;
+}
+
 std::optional<std::string> split_unsupported(const Cut& cut, const ModelSpec& spec, int64_t tp) {
   if (!kind_splits(cut.kind))
     return fmt::format("{} cannot be split yet: only decode, batch, decode_layer and batch_layer split", cut.str());
