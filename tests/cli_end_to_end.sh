@@ -15,6 +15,31 @@ test -s decode/program.txt && test -s decode/manifest.json
 "$cutcheck" run decode --inputs in.safetensors --outputs out.safetensors
 test -s out.safetensors
 
+# A fault is a rewrite of the program given: a folder written by hand takes it where its
+# anchors are, and is refused (exit 2, the anchor named) where they are not.
+mkdir hand
+cat > hand/program.txt <<'PROGRAM'
+program "a softmax by hand"
+input %s : f32[4]
+%l0.score_max = reduce %s {kind = max, dimensions = [0]} : f32[]
+%l0.score_max4 = broadcast_in_dim %l0.score_max {broadcast_dimensions = []} : f32[4]
+%l0.shifted = subtract %s, %l0.score_max4 : f32[4]
+%l0.exp = exponential %l0.shifted : f32[4]
+%l0.exp_sum = reduce %l0.exp {kind = add, dimensions = [0]} : f32[]
+%l0.exp_sum4 = broadcast_in_dim %l0.exp_sum {broadcast_dimensions = []} : f32[4]
+%l0.probs = divide %l0.exp, %l0.exp_sum4 : f32[4]
+output probs = %l0.probs
+PROGRAM
+echo '{"format": "cutcheck-manifest-2", "dir": ".", "weights": []}' > hand/manifest.json
+"$cutcheck" inputs hand --seed 1 --out hand-in.safetensors >/dev/null
+"$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault softmax-without-max
+"$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault bf16-activations
+status=0
+"$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault rope-position-off-by-one \
+  2>anchor.txt || status=$?
+[ "$status" = 2 ] || { echo "a fault without its anchor exited $status"; exit 1; }
+grep -q "%rope.pos" anchor.txt || { echo "the missing anchor is not named:"; cat anchor.txt; exit 1; }
+
 # The same cut authored against another folder gives the same text.
 "$cutcheck" author --spec tiny --cut 'decode{ctx=16}' --dir elsewhere --out decode2 >/dev/null
 cmp decode/program.txt decode2/program.txt

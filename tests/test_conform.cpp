@@ -125,17 +125,8 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   }
 }
 
-std::vector<std::string> fault_names() {
-  std::vector<std::string> names;
-  for (const Fault& f : fault_catalog()) names.push_back(f.name);
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(fault_names()), [](const auto& info) {
-  std::string n = info.param;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(test::fault_names()),
+                         [](const auto& info) { return test::param_name(info.param); });
 
 // A misbehaving backend: every case fails with `why`, and the run finishes. A process that
 // fails the same way each time (a crash, a hang) stops the campaign after 3 cases.

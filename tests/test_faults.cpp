@@ -63,17 +63,8 @@ TEST_P(EveryFault, FindsItsAnchorsWhereItClaimsAndNowhereElseChangesAnything) {
   EXPECT_GT(claimed, 0);
 }
 
-std::vector<std::string> fault_names() {
-  std::vector<std::string> names;
-  for (const Fault& f : fault_catalog()) names.push_back(f.name);
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Faults, EveryFault, ::testing::ValuesIn(fault_names()), [](const auto& info) {
-  std::string n = info.param;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Faults, EveryFault, ::testing::ValuesIn(test::fault_names()),
+                         [](const auto& info) { return test::param_name(info.param); });
 
 TEST(Faults, TheCatalogKeepsItsShape) {
   EXPECT_EQ(fault_catalog().size(), 14u);
