@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/sharding.h"
 #include "model/signature.h"
+#include "program/folder.h"
 #include "program/text.h"
 
 namespace cutcheck {
@@ -139,6 +140,23 @@ Manifest unsplit_manifest(const Program& program, const std::string& dir, Json a
   for (const WeightDecl& w : program.weights)
     manifest.weights.push_back({program.name(w.value), file, program.name(w.value), program.type(w.value)});
   return manifest;
+}
+
+void write_cut_folder(const Cut& cut, const ModelSpec& spec, int64_t tp, const fs::path& weights, const fs::path& folder,
+                      bool relative) {
+  const fs::path to = fs::absolute(weights).lexically_normal();
+  auto named_from = [&](const fs::path& program_folder) {
+    return relative ? to.lexically_relative(fs::absolute(program_folder).lexically_normal()).string() : to.string();
+  };
+  std::vector<ProgramFolder> folders;
+  if (tp == 1) {
+    Authored a = write(cut, spec, named_from(folder));
+    folders.push_back({std::move(a.program), std::move(a.manifest), std::move(a.text)});
+  } else {
+    for (Authored& chip : write_split(cut, spec, named_from(folder / "chip0"), tp))
+      folders.push_back({std::move(chip.program), std::move(chip.manifest), std::move(chip.text)});
+  }
+  publish_program(folder, folders, tp > 1);
 }
 
 Authored write(const Cut& cut, const ModelSpec& spec, const std::string& dir) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/files.h"
 #include "model/cut.h"
 #include "model/spec.h"
 #include "program/manifest.h"
@@ -31,6 +32,13 @@ Program author_chip_program(const Cut& cut, const ModelSpec& spec, int64_t tp, i
 // The programs and manifests of every chip: split weights from DIR/tp{tp}/chip{c}.safetensors,
 // replicated ones from DIR/model.safetensors (write them with write_shards).
 std::vector<Authored> write_split(const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp);
+
+// Writes the program folder of `cut` to `folder` (chip0/, chip1/, ... when tp > 1), in
+// one step and only over a program folder (publish_program). The manifests name the
+// weights folder `weights` relative to each program folder when `relative`, so that the
+// folders and their weights can move together, and as an absolute path otherwise.
+void write_cut_folder(const Cut& cut, const ModelSpec& spec, int64_t tp, const fs::path& weights, const fs::path& folder,
+                      bool relative = true);
 
 // The manifest of any program whose weights are the unsplit model's: each weight from
 // `file` under `dir`, by its own name.

@@ -64,10 +64,4 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
   return out;
 }
 
-std::string path_from(const fs::path& from, const std::string& target) {
-  fs::path t(target);
-  if (t.is_absolute()) return target;
-  return fs::absolute(t).lexically_normal().lexically_relative(fs::absolute(from).lexically_normal()).string();
-}
-
 }  // namespace cutcheck::cli

@@ -18,8 +18,6 @@ ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir);
 // "1,2,3" -> {1, 2, 3}; throws Error on anything else.
 std::vector<int32_t> parse_token_list(const std::string& text);
 
-// How `target` reads from inside `from`: relative when both are, absolute otherwise.
-std::string path_from(const fs::path& from, const std::string& target);
 
 // For seed options: a decimal number in [0, 2^64), refused (not clamped or wrapped) otherwise.
 extern const CLI::Validator seed_number;
