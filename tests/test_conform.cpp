@@ -8,6 +8,7 @@
 #include <set>
 
 #include "conform/op_suite.h"
+#include "conform/precision.h"
 #include "conform/report.h"
 #include "program/folder.h"
 #include "program/rewrite.h"
@@ -115,8 +116,7 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   // The kept reproducer fails again when replayed.
   EXPECT_EQ(replay(faulty, r.failures[0].reproducer, o).verdict, Verdict::failed);
   if (fault.precision_only) {  // and passes where the tolerance is bf16's
-    o.tolerance = Tolerance::bf16();
-    o.large_keys = false;
+    declare_precision(o, find_precision("bf16"));
     // bf16 rounding over long caches and wide specs outgrows a fixed 0.25: until tolerances
     // follow each element's conditioning (issue #14), the bf16 claim is checked on small shapes.
     o.shapes = ShapeSpace::small();

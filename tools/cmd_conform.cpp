@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "conform/op_suite.h"
+#include "conform/precision.h"
 #include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -102,9 +103,7 @@ void add_conform(CLI::App& app) {
     for (const std::string& f : a->fix) o.specs.fix(f);
     o.shapes = a->shapes;
     o.weights = a->weights;
-    if (a->tolerance == "f32") o.tolerance = Tolerance::f32();
-    else if (a->tolerance == "bf16") o.tolerance = Tolerance::bf16(), o.large_keys = false;
-    else throw Error(fmt::format("--tolerance '{}': choose f32 or bf16", a->tolerance));
+    declare_precision(o, find_precision(a->tolerance));
     if (a->atol) o.tolerance.atol = *a->atol;
     if (a->rtol) o.tolerance.rtol = *a->rtol;
     if (a->nmse) o.tolerance.nmse = *a->nmse;
