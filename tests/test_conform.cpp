@@ -30,6 +30,9 @@ ConformOptions options(const std::string& name, int cases = 100) {
   o.tp = {1, 2};
   o.keep = test::temp_dir("conform-" + name);
   o.replay_prefix = "cutcheck conform --backend X";
+  // The default shrink budget (10 s at least) is wall time: on a loaded machine it can run
+  // out before bisection, which these tests check. The run budget (200) still bounds them.
+  o.shrink_seconds = 300;
   return o;
 }
 
