@@ -85,7 +85,8 @@ class Suite {
            std::optional<TensorType> stated = std::nullopt) {
     OpCase c;
     c.kind = kind;
-    c.name = fmt::format("{}({}){}{}", op_info(kind).name, types_text(operands), label.empty() ? "" : " ", label);
+    c.name = fmt::format("{}({}){}{}{}", op_info(kind).name, types_text(operands), stated ? " -> " + stated->str() : "",
+                         label.empty() ? "" : " ", label);
     Builder b(c.name);
     std::vector<ValueId> ids;
     for (size_t i = 0; i < operands.size(); ++i) {
@@ -249,6 +250,15 @@ void movement_cases(Suite& s) {
   s.add("rank-0 index", K::gather, {s.f32({4, 2, 3}), Tensor::scalar_i32(2)});
   s.add("", K::gather, {s.i32({4, 2}, -9, 9), s.i32({3}, -2, 5)});
   s.add("0-size", K::gather, {s.f32({4, 2}), s.i32({0}, 0, 3)});
+  // i1 values move as the author moves its masks (i1 operands are made inside the program).
+  bcast(s.i1({3, 1}), {3, 4}, {0, 1}, "size-1");
+  reshape(s.i1({2, 3}), {3, 2});
+  s.add("", K::transpose, {s.i1({2, 3})}, {ints({1, 0})});
+  slice(s.i1({6}), {1}, {6}, {2}, "strided");
+  s.add("", K::concatenate, {s.i1({2}), s.i1({3})}, {integer(0)});
+  s.add("", K::select, {s.i1({5}), s.i1({5}), s.i1({5})});
+  dus(s.i1({4}), s.i1({2}), {3}, "clamped indices");
+  s.add("", K::gather, {s.i1({3, 2}), s.i32({4}, -1, 3)});
 }
 
 void reduction_cases(Suite& s) {
