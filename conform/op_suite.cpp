@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "author/builder.h"
+#include "core/interrupt.h"
 #include "core/random.h"
 #include "core/text.h"
 #include "harness/split.h"
@@ -381,6 +382,7 @@ OpReport conform_ops(Backend& backend, const std::vector<OpCase>& cases, const s
     bool wanted = filters.empty();
     for (const std::string& f : filters) wanted = wanted || name_matches(f, c.name);
     if (!wanted) continue;
+    throw_if_interrupted();
     OpResult r{c.name, OpVerdict::failed, ""};
     const fs::path folder = work / fmt::format("op-{}", i);
     write_case(c, folder);

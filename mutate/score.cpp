@@ -8,6 +8,7 @@
 
 #include "author/author.h"
 #include "conform/campaign.h"
+#include "core/interrupt.h"
 #include "core/random.h"
 #include "core/temp_folder.h"
 #include "harness/split.h"
@@ -189,6 +190,7 @@ MutationReport run_mutants(const std::vector<Mutant>& mutants, const MutateOptio
   MutationReport report;
   TempFolder temp("mutate");
   for (size_t i = 0; i < mutants.size(); ++i) {
+    throw_if_interrupted();
     const Mutant& m = mutants[i];
     const auto start = Clock::now();
     MutantResult r{m.str(), cut_kind_name(m.kind), MutantVerdict::survived, "", 0};
@@ -204,6 +206,7 @@ MutationReport run_mutants(const std::vector<Mutant>& mutants, const MutateOptio
     co.same_fault_limit = 0;
     co.keep = temp.path() / "kept";
     ConformReport cr = conform(backend, co);
+    if (cr.interrupted) throw Interrupted{cr.interrupted};
     if (cr.count(Verdict::failed) > 0) {
       r.verdict = MutantVerdict::killed;
       for (const CaseResult& c : cr.results)

@@ -121,6 +121,7 @@ void add_conform(CLI::App& app) {
     CommandBackend backend(a->backend, a->timeout);
     InterruptScope interrupts;  // SIGINT, SIGTERM: stop the backend, report what finished, exit 128 + signal
 
+    if (!a->ops_filter.empty() && !a->ops) throw Error("--ops-filter chooses op cases: it needs --ops");
     if (a->ops) {
       if (!a->replay.empty()) throw Error("--ops and --replay do not go together");
       TempFolder work("ops");

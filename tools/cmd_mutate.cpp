@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "core/files.h"
+#include "core/interrupt.h"
 #include "mutate/score.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -45,6 +46,7 @@ void add_mutate(CLI::App& app) {
       else if (done % std::max<size_t>(1, total / 20) == 0 || done == total) fmt::print(stderr, "[{}/{}]\n", done, total);
       if (tty && done == total) fmt::print(stderr, "\n");
     };
+    InterruptScope interrupts;  // SIGINT, SIGTERM: stop after the mutant at hand, remove the scratch folder, 128 + signal
     MutationReport report = run_mutants(drawn, a->options);
     report.population = population.size();
     fmt::print("{}", report.table());
