@@ -4,6 +4,7 @@
 set -euo pipefail
 cutcheck=$1
 shared=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -17,20 +18,7 @@ test -s out.safetensors
 
 # A fault is a rewrite of the program given: a folder written by hand takes it where its
 # anchors are, and is refused (exit 2, the anchor named) where they are not.
-mkdir hand
-cat > hand/program.txt <<'PROGRAM'
-program "a softmax by hand"
-input %s : f32[4]
-%l0.score_max = reduce %s {kind = max, dimensions = [0]} : f32[]
-%l0.score_max4 = broadcast_in_dim %l0.score_max {broadcast_dimensions = []} : f32[4]
-%l0.shifted = subtract %s, %l0.score_max4 : f32[4]
-%l0.exp = exponential %l0.shifted : f32[4]
-%l0.exp_sum = reduce %l0.exp {kind = add, dimensions = [0]} : f32[]
-%l0.exp_sum4 = broadcast_in_dim %l0.exp_sum {broadcast_dimensions = []} : f32[4]
-%l0.probs = divide %l0.exp, %l0.exp_sum4 : f32[4]
-output probs = %l0.probs
-PROGRAM
-echo '{"format": "cutcheck-manifest-2", "dir": ".", "weights": []}' > hand/manifest.json
+cp -r "$here/programs/softmax_by_hand" hand
 "$cutcheck" inputs hand --seed 1 --out hand-in.safetensors >/dev/null
 "$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault softmax-without-max
 "$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault bf16-activations

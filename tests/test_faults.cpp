@@ -77,23 +77,10 @@ TEST(Faults, TheCatalogKeepsItsShape) {
   EXPECT_THROW(find_fault("no-such-fault"), Error);
 }
 
-// A softmax written by hand, with the author's names where the fault looks for them.
-const char* hand_written = R"(program "a softmax by hand"
-input %s : f32[4]
-%l0.score_max = reduce %s {kind = max, dimensions = [0]} : f32[]
-%l0.score_max4 = broadcast_in_dim %l0.score_max {broadcast_dimensions = []} : f32[4]
-%l0.shifted = subtract %s, %l0.score_max4 : f32[4]
-%l0.exp = exponential %l0.shifted : f32[4]
-%l0.exp_sum = reduce %l0.exp {kind = add, dimensions = [0]} : f32[]
-%l0.exp_sum4 = broadcast_in_dim %l0.exp_sum {broadcast_dimensions = []} : f32[4]
-%l0.probs = divide %l0.exp, %l0.exp_sum4 : f32[4]
-output probs = %l0.probs
-)";
-
+// A softmax written by hand (tests/programs/softmax_by_hand), with the author's names
+// where the faults look for them.
 TEST(Faults, ActOnAHandWrittenFolderThroughItsAnchors) {
-  const fs::path dir = test::temp_dir("hand-written");
-  write_file_atomic(dir / "program.txt", hand_written);
-  write_file_atomic(dir / "manifest.json", R"({"format": "cutcheck-manifest-2", "dir": ".", "weights": []})");
+  const fs::path dir = fs::path(CUTCHECK_TEST_SOURCE) / "programs" / "softmax_by_hand";
   const TensorMap in{{"s", Tensor::of_f32({4}, {100, 101, 102, 103})}};
   const std::vector<float> clean = test::floats(FolderRun::open(dir).run(in).at("probs"));
   const std::vector<float> faulty =
