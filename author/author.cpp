@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/sharding.h"
 #include "model/signature.h"
+#include "program/folder.h"
 #include "program/text.h"
 
 namespace cutcheck {
@@ -35,8 +36,7 @@ Rows cut_rows(Builder& b, ModelWriter& m, const Cut& cut, std::map<std::string, 
 
 // The program of a cut, or of one chip of its split: a chip computes the cut of the
 // narrower model chip_spec(spec, tp) and sums its partial projections over the chips.
-Program author_cut(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options, int64_t tp,
-                   std::optional<Replica> replica) {
+Program author_cut(const Cut& cut, const ModelSpec& spec, int64_t tp, std::optional<Replica> replica) {
   const ModelSpec local = chip_spec(spec, tp);
   const CutSignature sig = signature(cut, local);
   const Family family = cut.family();
@@ -51,7 +51,7 @@ Program author_cut(const Cut& cut, const ModelSpec& spec, const AuthorOptions& o
     if (port.range) range = std::pair{port.range->lo, port.range->hi};
     in[port.name] = b.input(port.name, port.type, range);
   }
-  ModelWriter m(b, spec, Shard{local.heads, local.kv_heads, local.ffn, tp, replica.has_value()}, options.fault);
+  ModelWriter m(b, spec, Shard{local.heads, local.kv_heads, local.ffn, tp, replica.has_value()});
 
   ValueId x;
   if (part == Part::whole || part == Part::embed)
@@ -78,8 +78,7 @@ Program author_cut(const Cut& cut, const ModelSpec& spec, const AuthorOptions& o
   if (part == Part::whole || part == Part::head) {
     if (family == Family::prefill) {
       // The prefill head reads off the last row.
-      int64_t row = options.fault == Fault::prefill_head_first_row ? 0 : cut.rows - 1;
-      x = b.slice(x, {row, 0}, {row + 1, D}, "x.last");
+      x = b.slice(x, {cut.rows - 1, 0}, {cut.rows, D}, "x.last");
     }
     HeadOut head = m.head(x);
     out["logits"] = family == Family::batch ? head.logits : b.reshape(head.logits, {V}, "logits.out");
@@ -93,26 +92,24 @@ Program author_cut(const Cut& cut, const ModelSpec& spec, const AuthorOptions& o
 
 }  // namespace
 
-Program author_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options) {
+Program author_program(const Cut& cut, const ModelSpec& spec) {
   spec.validate();
   cut.check_possible(spec);
-  return author_cut(cut, spec, options, 1, std::nullopt);
+  return author_cut(cut, spec, 1, std::nullopt);
 }
 
-Program author_chip_program(const Cut& cut, const ModelSpec& spec, int64_t tp, int64_t chip,
-                            const AuthorOptions& options) {
+Program author_chip_program(const Cut& cut, const ModelSpec& spec, int64_t tp, int64_t chip) {
   spec.validate();
   cut.check_possible(spec);
   if (auto why = split_unsupported(cut, spec, tp)) throw NotYet(*why);
   if (chip < 0 || chip >= tp) throw Error(fmt::format("chip {} is not one of 0..{}", chip, tp - 1));
-  return author_cut(cut, spec, options, tp, Replica{chip, tp});
+  return author_cut(cut, spec, tp, Replica{chip, tp});
 }
 
-std::vector<Authored> write_split(const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp,
-                                  const AuthorOptions& options) {
+std::vector<Authored> write_split(const Cut& cut, const ModelSpec& spec, const std::string& dir, int64_t tp) {
   std::vector<Authored> chips;
   for (int64_t c = 0; c < tp; ++c) {
-    Program program = author_chip_program(cut, spec, tp, c, options);
+    Program program = author_chip_program(cut, spec, tp, c);
     Manifest manifest = unsplit_manifest(program, dir, about_cut(cut, spec, tp, c));
     for (ManifestWeight& w : manifest.weights)
       if (is_split_weight(w.name)) w.file = shard_file(tp, c);
@@ -145,8 +142,25 @@ Manifest unsplit_manifest(const Program& program, const std::string& dir, Json a
   return manifest;
 }
 
-Authored write(const Cut& cut, const ModelSpec& spec, const std::string& dir, const AuthorOptions& options) {
-  Program program = author_program(cut, spec, options);
+void write_cut_folder(const Cut& cut, const ModelSpec& spec, int64_t tp, const fs::path& weights, const fs::path& folder,
+                      bool relative) {
+  const fs::path to = fs::absolute(weights).lexically_normal();
+  auto named_from = [&](const fs::path& program_folder) {
+    return relative ? to.lexically_relative(fs::absolute(program_folder).lexically_normal()).string() : to.string();
+  };
+  std::vector<ProgramFolder> folders;
+  if (tp == 1) {
+    Authored a = write(cut, spec, named_from(folder));
+    folders.push_back({std::move(a.program), std::move(a.manifest), std::move(a.text)});
+  } else {
+    for (Authored& chip : write_split(cut, spec, named_from(folder / "chip0"), tp))
+      folders.push_back({std::move(chip.program), std::move(chip.manifest), std::move(chip.text)});
+  }
+  publish_program(folder, folders, tp > 1);
+}
+
+Authored write(const Cut& cut, const ModelSpec& spec, const std::string& dir) {
+  Program program = author_program(cut, spec);
   std::string text = print(program);
   Manifest manifest = unsplit_manifest(program, dir, about_cut(cut, spec));
   return {std::move(program), std::move(text), std::move(manifest)};

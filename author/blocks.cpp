@@ -11,29 +11,21 @@ namespace cutcheck {
 
 using K = OpKind;
 
-ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Fault fault)
-    : ModelWriter(b, spec, Shard{spec.heads, spec.kv_heads, spec.ffn, 1, false}, fault) {}
+ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec)
+    : ModelWriter(b, spec, Shard{spec.heads, spec.kv_heads, spec.ffn, 1, false}) {}
 
-ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Shard shard, Fault fault)
-    : b_(b), spec_(spec), shard_(shard), fault_(fault) {}
+ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Shard shard) : b_(b), spec_(spec), shard_(shard) {}
 
 ValueId ModelWriter::embed(ValueId tokens) {
   b_.note("embedding: row tokens[r] of tok_embeddings");
   ValueId table = b_.weight(weight::embedding(), {spec_.vocab, spec_.dim});
-  const int64_t R = b_.shape(tokens)[0];
-  if (fault_ == Fault::rows_past_eight && R > 8)
-    tokens = b_.concatenate({b_.slice(tokens, {0}, {8}, "fault.first_block"), b_.slice(tokens, {0}, {R - 8}, "fault.again")},
-                            0, "fault.tokens");
   return b_.op(K::gather, {table, tokens}, {}, "x");
 }
 
 Rows ModelWriter::rows(CacheLayout layout, ValueId positions, ValueId first) {
   const int64_t R = b_.shape(positions)[0], half = spec_.head_dim / 2;
-  ValueId pos = positions;
-  if (fault_ == Fault::rope_position_off_by_one)
-    pos = b_.binary(K::add, pos, b_.constant(1, {DType::i32, {R}}, "fault.one"), "fault.pos");
   b_.note("rotary tables: angle[r, i] = pos[r] / rope_theta^(2i / head_dim)");
-  ValueId pos_f = b_.convert(pos, DType::f32, "rope.pos");
+  ValueId pos_f = b_.convert(positions, DType::f32, "rope.pos");
   TensorType pair{DType::f32, {half}};
   ValueId i = b_.iota(0, pair, "rope.i");
   ValueId two_i = b_.binary(K::multiply, i, b_.constant(2, pair, "rope.two"), "rope.2i");
@@ -54,9 +46,8 @@ ValueId ModelWriter::rms_norm(ValueId x, const std::string& weight_name, const s
   ValueId w = b_.weight(weight_name, {D});
   ValueId sum = b_.reduce(b_.binary(K::multiply, x, x, name + ".sq"), "add", {1}, name + ".sum");
   ValueId mean = b_.binary(K::divide, sum, b_.constant(double(D), {DType::f32, {R}}, name + ".dim"), name + ".mean");
-  double eps = spec_.norm_eps;
-  if (fault_ == Fault::norm_eps_wrong) eps = float(eps) == 1e-6f ? 1e-5 : 1e-6;
-  ValueId var = b_.binary(K::add, mean, b_.constant(double(float(eps)), {DType::f32, {R}}, name + ".eps"), name + ".var");
+  ValueId eps = b_.constant(double(float(spec_.norm_eps)), {DType::f32, {R}}, name + ".eps");
+  ValueId var = b_.binary(K::add, mean, eps, name + ".var");
   ValueId inv = b_.unary(K::rsqrt, var, name + ".inv");
   ValueId scaled = b_.binary(K::multiply, b_.broadcast(inv, {R, D}, {0}, name + ".inv_rows"), x, name + ".scaled");
   return b_.binary(K::multiply, b_.broadcast(w, {R, D}, {1}, name + ".weight_rows"), scaled, name);
@@ -65,8 +56,7 @@ ValueId ModelWriter::rms_norm(ValueId x, const std::string& weight_name, const s
 ValueId ModelWriter::rotate(ValueId x, const RopeTables& rope, const std::string& name) {
   const Shape s = b_.shape(x);  // [R, N, E]
   const int64_t R = s[0], N = s[1], E = s[2], half = E / 2;
-  RopeStyle style = spec_.rope_style;
-  if (fault_ == Fault::rope_style_swapped) style = style == RopeStyle::half ? RopeStyle::interleaved : RopeStyle::half;
+  const RopeStyle style = spec_.rope_style;
   ValueId c = b_.broadcast(rope.cos, {R, N, half}, {0, 2}, name + ".cos");
   ValueId sn = b_.broadcast(rope.sin, {R, N, half}, {0, 2}, name + ".sin");
   ValueId x0, x1;
@@ -102,24 +92,18 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   ValueId k = rotate(b_.reshape(b_.dot(xn, wk, {1}, {1}, p + "k_flat"), {R, KV, E}, p + "k_heads"), rows.rope, p + "k");
   ValueId v = b_.reshape(b_.dot(xn, wv, {1}, {1}, p + "v_flat"), {R, KV, E}, p + "v");
   // Grouped-query attention: query head h = kv * G + g reads kv head kv = h / G.
-  ValueId q4 = fault_ == Fault::gqa_mapping_wrong
-                   ? b_.transpose(b_.reshape(q, {R, G, KV, E}, p + "q_gk"), {0, 2, 1, 3}, p + "q_groups")
-                   : b_.reshape(q, {R, KV, G, E}, p + "q_groups");
+  ValueId q4 = b_.reshape(q, {R, KV, G, E}, p + "q_groups");
 
   b_.note(fmt::format("layer {}: write this step's k, v into the cache", l));
   ValueId kc = k, vc = v;  // CacheLayout::own: the row attends to itself alone
   if (rows.layout == CacheLayout::shared) {
     ValueId at = rows.first;
-    if (fault_ == Fault::kv_write_wrong_row)
-      at = b_.binary(K::add, at, b_.constant(1, {DType::i32, {}}, p + "fault.one"), p + "fault.at");
     ValueId zero = b_.constant(0, {DType::i32, {}}, p + "zero");
     kc = b_.op(K::dynamic_update_slice, {cache.k, k, at, zero, zero}, {}, p + "k_cache");
     vc = b_.op(K::dynamic_update_slice, {cache.v, v, at, zero, zero}, {}, p + "v_cache");
   } else if (per_row) {
     const Shape cs = b_.shape(cache.k);  // [R, C, KV, E]
     ValueId at = rows.positions;
-    if (fault_ == Fault::kv_write_wrong_row)
-      at = b_.binary(K::add, at, b_.constant(1, {DType::i32, {R}}, p + "fault.one"), p + "fault.at");
     ValueId slot = b_.compare(b_.iota(1, {DType::i32, {R, cs[1]}}, p + "slot_c"),
                               b_.broadcast(at, {R, cs[1]}, {0}, p + "slot_pos"), "EQ", p + "slot");
     ValueId slot4 = b_.broadcast(slot, cs, {0, 1}, p + "slot4");
@@ -129,24 +113,10 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   if (rows.layout != CacheLayout::own) cache = {kc, vc};
   const int64_t C = b_.shape(kc)[per_row ? 1 : 0];
 
-  ValueId ks = kc, vs = vc;
-  if (fault_ == Fault::batch_rows_mixed && per_row && R > 1) {
-    auto rotate_rows = [&](ValueId t, const std::string& n) {
-      Shape s = b_.shape(t);
-      ValueId rest = b_.slice(t, {1, 0, 0, 0}, s, n + ".rest");
-      ValueId first = b_.slice(t, {0, 0, 0, 0}, {1, s[1], s[2], s[3]}, n + ".first");
-      return b_.concatenate({rest, first}, 0, n);
-    };
-    ks = rotate_rows(kc, p + "fault.k");
-    vs = rotate_rows(vc, p + "fault.v");
-  }
+  const ValueId ks = kc, vs = vc;
 
   b_.note(fmt::format("layer {}: row r sees cache rows c <= pos[r]", l));
-  ValueId limit = rows.positions;
-  if (fault_ == Fault::causal_mask_off_by_one)
-    limit = b_.binary(K::add, limit, b_.constant(1, {DType::i32, {R}}, p + "fault.one_more"), p + "fault.limit");
-  if (fault_ == Fault::softmax_tail_tile)
-    limit = b_.binary(K::minimum, limit, b_.constant(15, {DType::i32, {R}}, p + "fault.tile_end"), p + "fault.limit");
+  const ValueId limit = rows.positions;
   ValueId visible = b_.compare(b_.iota(1, {DType::i32, {R, C}}, p + "cache_pos"),
                                b_.broadcast(limit, {R, C}, {0}, p + "row_pos"), "LE", p + "visible");
 
@@ -162,11 +132,8 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
                              b_.constant(-INFINITY, {DType::f32, score_shape}, p + "neg_inf"), p + "scores_masked");
 
   b_.note(fmt::format("layer {}: softmax over the cache rows", l));
-  ValueId shifted = masked;
-  if (fault_ != Fault::softmax_without_max) {
-    ValueId top = b_.reduce(masked, "max", {3}, p + "score_max");
-    shifted = b_.binary(K::subtract, masked, b_.broadcast(top, score_shape, {0, 1, 2}, p + "score_max4"), p + "shifted");
-  }
+  ValueId top = b_.reduce(masked, "max", {3}, p + "score_max");
+  ValueId shifted = b_.binary(K::subtract, masked, b_.broadcast(top, score_shape, {0, 1, 2}, p + "score_max4"), p + "shifted");
   ValueId e = b_.unary(K::exponential, shifted, p + "exp");
   ValueId total = b_.reduce(e, "add", {3}, p + "exp_sum");
   ValueId probs = b_.binary(K::divide, e, b_.broadcast(total, score_shape, {0, 1, 2}, p + "exp_sum4"), p + "probs");
@@ -187,12 +154,10 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   ValueId mixed = per_row ? b_.dot(probs, vz, {3}, {1}, p + "mixed", {0, 1}, {0, 2})
                           : b_.transpose(b_.dot(probs, vz, {3}, {0}, p + "mixed_kr", {1}, {1}), {1, 0, 2, 3},
                                          p + "mixed");
-  if (fault_ == Fault::gqa_mapping_wrong) mixed = b_.transpose(mixed, {0, 2, 1, 3}, p + "mixed_gk");
 
   b_.note(fmt::format("layer {}: output projection", l));
   ValueId wo = b_.weight(weight::wo(l), {D, H * E});
   ValueId out = b_.dot(b_.reshape(mixed, {R, H * E}, p + "attn_flat"), wo, {1}, {1}, p + "attn_out");
-  if (fault_ == Fault::all_reduce_dropped) return out;
   return sum_over_chips(out, p + "attn_sum");
 }
 
@@ -200,9 +165,8 @@ ValueId ModelWriter::mlp(int64_t l, ValueId xn) {
   const std::string p = fmt::format("l{}.", l);
   const int64_t D = spec_.dim, F = shard_.ffn;
   b_.note(fmt::format("layer {}: SwiGLU w2(silu(w1 x) * w3 x)", l));
-  ValueId gate = b_.dot(xn, b_.weight(weight::w1(l), {F, D}), {1}, {1}, p + "gate");
-  ValueId up = b_.dot(xn, b_.weight(weight::w3(l), {F, D}), {1}, {1}, p + "up");
-  if (fault_ == Fault::swiglu_gate_up_swapped) std::swap(gate, up);
+  const ValueId gate = b_.dot(xn, b_.weight(weight::w1(l), {F, D}), {1}, {1}, p + "gate");
+  const ValueId up = b_.dot(xn, b_.weight(weight::w3(l), {F, D}), {1}, {1}, p + "up");
   ValueId silu = b_.binary(K::multiply, gate, b_.unary(K::logistic, gate, p + "sigmoid"), p + "silu");
   ValueId hidden = b_.binary(K::multiply, silu, up, p + "hidden");
   ValueId down = b_.dot(hidden, b_.weight(weight::w2(l), {D, F}), {1}, {1}, p + "down");

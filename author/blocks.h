@@ -4,7 +4,6 @@
 #pragma once
 
 #include "author/builder.h"
-#include "author/faults.h"
 #include "model/cut.h"
 #include "model/spec.h"
 
@@ -52,8 +51,8 @@ struct Shard {
 
 class ModelWriter {
  public:
-  ModelWriter(Builder& b, const ModelSpec& spec, Fault fault = Fault::none);
-  ModelWriter(Builder& b, const ModelSpec& spec, Shard shard, Fault fault);
+  ModelWriter(Builder& b, const ModelSpec& spec);
+  ModelWriter(Builder& b, const ModelSpec& spec, Shard shard);
 
   ValueId embed(ValueId tokens);                           // i32[R] -> f32[R, D]
   Rows rows(CacheLayout layout, ValueId positions, ValueId first);
@@ -70,7 +69,6 @@ class ModelWriter {
   Builder& b_;
   const ModelSpec& spec_;
   Shard shard_;
-  Fault fault_;
 };
 
 }  // namespace cutcheck

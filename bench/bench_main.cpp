@@ -50,7 +50,7 @@ void reference_decode(benchmark::State& state, const std::string& model, int thr
   const Workload& w = workload(model);
   RunOptions run;
   run.threads = threads;
-  ReferenceRunner runner(w.spec, w.weights, AuthorOptions{}, run);
+  ReferenceRunner runner(w.spec, w.weights, ProgramEdit{}, run);
   decode_steps(state, runner, w.spec, decode_ctx(model));
 }
 

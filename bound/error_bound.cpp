@@ -175,6 +175,7 @@ class Pass {
       case OpKind::dynamic_update_slice:
       case OpKind::gather: return moved(op);
       case OpKind::reduce: return reduce(op);
+      case OpKind::reduce_precision: return narrowed(op);
       case OpKind::dot_general: return dot(op);
       case OpKind::all_reduce:
       case OpKind::all_gather:
@@ -458,6 +459,28 @@ class Pass {
     Tensor out({DType::f32, p_.type(op.result).shape});
     kernel_for(op.kind)(op, in, out);
     return {std::move(out)};
+  }
+
+  // reduce_precision: monotone, so the narrowed ends of the operand's range are the
+  // result's; then stored like any result.
+  Bound narrowed(const Operation& op) const {
+    const ValueId a = op.operands[0];
+    if (bound_of(a).zero()) return {};
+    const Tensor &x = value(a), xb = materialize(a);
+    Tensor lo({DType::f32, x.shape()}), hi({DType::f32, x.shape()}), rlo({DType::f32, x.shape()}),
+        rhi({DType::f32, x.shape()});
+    auto xv = x.as<float>(), bv = xb.as<float>();
+    auto l = lo.as_mut<float>(), h = hi.as_mut<float>();
+    for (size_t i = 0; i < l.size(); ++i) {
+      const Range g = range_of(xv[i], bv[i]);
+      l[i] = down(g.lo), h[i] = up(g.hi);
+    }
+    const Tensor* in_lo[] = {&lo};
+    const Tensor* in_hi[] = {&hi};
+    kernel_for(OpKind::reduce_precision)(op, in_lo, rlo);
+    kernel_for(OpKind::reduce_precision)(op, in_hi, rhi);
+    auto z = value(op.result).as<float>(), zl = rlo.as<float>(), zh = rhi.as<float>();
+    return each(op, [&](size_t i) { return result_bound(z[i], {zl[i], zh[i]}, 0); });
   }
 
   // The reduction of `t` as the op describes it, with another kind.

@@ -14,8 +14,7 @@ TensorMap BackendRunner::run(const Cut& cut, const TensorMap& inputs) {
   auto it = lowered_.find(cut);
   if (it == lowered_.end()) {
     const fs::path folder = work_ / fmt::format("cut{}", lowered_.size());
-    Authored a = write(cut, spec_, weights_.string());
-    ProgramFolder{a.program, a.manifest, a.text}.write(folder);
+    write_cut_folder(cut, spec_, 1, weights_, folder, false);
     it = lowered_.emplace(cut, backend_.lower(folder)).first;
   }
   return it->second->run(inputs);

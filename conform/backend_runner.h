@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "conform/backend.h"
-#include "harness/cut_runner.h"
+#include "model/cut_runner.h"
 #include "model/spec.h"
 
 namespace cutcheck {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <rapidcheck.h>
-#include <rapidcheck/detail/TestListener.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,19 +19,9 @@
 #include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"
+#include "properties/rc_engine.h"
 
 namespace cutcheck {
-namespace {
-
-// Quiet: the campaign reports its cases itself.
-class Silent : public rc::detail::TestListener {
- public:
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-};
-
-}  // namespace
 
 int ConformReport::count(Verdict v) const {
   int n = 0;
@@ -130,12 +119,10 @@ std::string same_fault(const std::vector<CaseResult>& results, int limit, const 
 
 using Clock = std::chrono::steady_clock;
 
-rc::detail::TestParams case_params(const ConformOptions& o, int i) {
-  rc::detail::TestParams params;
-  params.seed = mix64(o.seed, uint64_t(i));
-  params.maxSuccess = 1;
-  params.disableShrinking = true;
-  return params;
+// Case i as a RapidCheck run of one case, drawn from its own seed; shrinking it is the
+// same run with shrinking on.
+RcRun case_run(const ConformOptions& o, int i) {
+  return {fmt::format("case {}", i), "conformance", 1, mix64(o.seed, uint64_t(i)), false};
 }
 
 }  // namespace
@@ -147,7 +134,6 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
   const fs::path& root = temp.path();
   const rc::Gen<Case> gen = gen_conform_case(o);
   Evaluator evaluate(backend, o, root);
-  Silent listener;
   // The first failure of each cut kind, shrunk once every case has run (so that a backend
   // that fails everything is found out before any shrinking).
   struct Pending {
@@ -159,19 +145,17 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
 
   try {
     for (int i = 0; i < o.cases; ++i) {
-      rc::detail::TestMetadata metadata{fmt::format("case {}", i), "conformance"};
       std::pair<CaseResult, fs::path> first;
       bool ran = false;
-      rc::detail::checkProperty(rc::detail::toProperty([&] {
-                                  try {
-                                    first = evaluate(*gen);
-                                    ran = true;
-                                  } catch (const Interrupted&) {
-                                    return;  // RapidCheck takes any exception for a failure; looked at below
-                                  }
-                                  if (first.first.verdict == Verdict::failed) RC_FAIL(first.first.failure);
-                                }),
-                                metadata, case_params(o, i), listener, {});
+      run_property(case_run(o, i), [&] {
+        try {
+          first = evaluate(*gen);
+          ran = true;
+        } catch (const Interrupted&) {
+          return;  // RapidCheck takes any exception for a failure; looked at below
+        }
+        if (first.first.verdict == Verdict::failed) RC_FAIL(first.first.failure);
+      });
       throw_if_interrupted();
       if (!ran) throw Error(fmt::format("case {} could not be generated", i));
       report.results.push_back(first.first);
@@ -193,33 +177,35 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
       const auto deadline = Clock::now() + std::chrono::duration<double>(budget);
       if (o.shrink && report.stopped.empty()) {
         // Shrink (every new evaluation is a backend run) within the run and time budgets.
-        rc::detail::TestMetadata metadata{fmt::format("case {}", p.index), "conformance"};
-        rc::detail::TestParams params = case_params(o, p.index);
-        params.disableShrinking = false;
+        RcRun run = case_run(o, p.index);
+        run.shrink = true;
         const int before = evaluate.runs();
-        rc::detail::checkProperty(rc::detail::toProperty([&] {
-                                    const Case c = *gen;
-                                    if (evaluate.runs() - before >= o.shrink_budget || Clock::now() >= deadline ||
-                                        interrupt_signal())
-                                      return;  // no budget left: accept no more
-                                    std::pair<CaseResult, fs::path> e;
-                                    try {
-                                      e = evaluate(c);
-                                    } catch (const Interrupted&) {
-                                      return;
-                                    }
-                                    if (e.first.verdict != Verdict::failed) return;
-                                    f.shrunk = e.first;
-                                    kept = e.second;
-                                    RC_FAIL(e.first.failure);
-                                  }),
-                                  metadata, params, listener, {});
+        run_property(run, [&] {
+          const Case c = *gen;
+          if (evaluate.runs() - before >= o.shrink_budget || Clock::now() >= deadline ||
+              interrupt_signal())
+            return;  // no budget left: accept no more
+          std::pair<CaseResult, fs::path> e;
+          try {
+            e = evaluate(c);
+          } catch (const Interrupted&) {
+            return;
+          }
+          if (e.first.verdict != Verdict::failed) return;
+          f.shrunk = e.first;
+          kept = e.second;
+          RC_FAIL(e.first.failure);
+        });
         throw_if_interrupted();
         f.shrink_runs = evaluate.runs() - before;
       }
       if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
       else if (Clock::now() >= deadline) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
-      else f.piece = bisect(backend, f.shrunk.c, o, root / "bisect");
+      else {
+        Bisection b = bisect(backend, f.shrunk.c, o, root / "bisect");
+        f.piece = b.piece;
+        f.value = b.value;
+      }
       f.reproducer = fs::absolute(o.keep) / fmt::format("case-{}", p.index);  // the printed command works from anywhere
       f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
       write_reproducer(f, o, kept, backend.name());

@@ -65,6 +65,7 @@ struct Failure {
   CaseResult original, shrunk;
   int shrink_runs = 0;
   std::string piece = {};        // for whole cuts: "embed", "layer L", "head", or why bisection stopped
+  std::string value = {};        // the failing piece's first failing value (conform/bisect.h), or why not found
   fs::path reproducer = {};
   std::string command = {};      // re-runs exactly the shrunk case
 };

@@ -10,15 +10,7 @@
 namespace cutcheck {
 
 void write_program(const Cut& cut, const ModelSpec& spec, int64_t tp, const fs::path& weights, const fs::path& folder) {
-  fs::remove_all(folder);
-  if (tp == 1) {
-    Authored a = write(cut, spec, weights.lexically_relative(folder).string());
-    ProgramFolder{a.program, a.manifest, a.text}.write(folder);
-    return;
-  }
-  std::vector<Authored> chips = write_split(cut, spec, weights.lexically_relative(folder / "chip0").string(), tp);
-  for (size_t c = 0; c < chips.size(); ++c)
-    ProgramFolder{chips[c].program, chips[c].manifest, chips[c].text}.write(folder / fmt::format("chip{}", c));
+  write_cut_folder(cut, spec, tp, weights, folder);
 }
 
 std::pair<TensorMap, fs::path> case_weights(const Case& c, const ConformOptions& o, const fs::path& work) {

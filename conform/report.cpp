@@ -81,6 +81,7 @@ std::string summary_table(const ConformReport& report) {
     else
       out += "  not shrunk\n";
     if (!f.piece.empty()) out += fmt::format("  first failing piece: {}\n", f.piece);
+    if (!f.value.empty()) out += fmt::format("  first failing value: {}\n", f.value);
     std::string tail = f.shrunk.stderr_tail;
     while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
     if (!tail.empty()) {
@@ -129,8 +130,8 @@ std::string junit_xml(const ConformReport& report) {
         std::string body = errors_text(*r);
         for (const Failure& f : report.failures)
           if (size_t(f.index) == index)
-            body += fmt::format("shrunk to: {}\n{}\nfirst failing piece: {}\nre-run: {}\n", f.shrunk.c.str(),
-                                f.shrunk.failure, f.piece, f.command);
+            body += fmt::format("shrunk to: {}\n{}\nfirst failing piece: {}\nfirst failing value: {}\nre-run: {}\n",
+                                f.shrunk.c.str(), f.shrunk.failure, f.piece, f.value, f.command);
         if (!r->stderr_tail.empty()) body += "backend stderr (tail):\n" + r->stderr_tail;
         out += fmt::format("      <failure type=\"mismatch\" message=\"{}\">{}</failure>\n", xml_escape(r->failure),
                            xml_escape(body));
@@ -168,7 +169,7 @@ Json report_json(const ConformReport& report) {
   Json failures = Json::array();
   for (const Failure& f : report.failures)
     failures.push_back({{"index", f.index}, {"failure", f.original.failure}, {"shrunk", f.shrunk.c.to_json()},
-                        {"shrunk_failure", f.shrunk.failure}, {"shrink_runs", f.shrink_runs}, {"piece", f.piece},
+                        {"shrunk_failure", f.shrunk.failure}, {"shrink_runs", f.shrink_runs}, {"piece", f.piece}, {"value", f.value},
                         {"reproducer", f.reproducer.string()}, {"command", f.command},
                         {"stderr_tail", f.shrunk.stderr_tail}});
   return {{"format", "cutcheck-conform-1"},

@@ -53,6 +53,7 @@ void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path&
   if (!o.weights.empty()) keep_given_weights(f, o);
   std::string report = fmt::format("case: {}\nfailure: {}\n", f.shrunk.c.str(), f.shrunk.failure);
   if (!f.piece.empty()) report += fmt::format("first failing piece: {}\n", f.piece);
+  if (!f.value.empty()) report += fmt::format("first failing value: {}\n", f.value);
   for (const OutputError& e : f.shrunk.errors)
     report += fmt::format("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}, headroom {:.3g}, {} elements outside\n",
                           e.name, e.max_abs, e.max_rel, e.nmse, e.headroom, e.mismatches);

@@ -11,7 +11,6 @@
 #include "conform/case_generation.h"
 #include "core/random.h"
 #include "core/temp_folder.h"
-#include "harness/faults.h"
 #include "harness/folder.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
@@ -25,7 +24,7 @@ namespace {
 struct Judged {
   std::string name;
   const Variant* variant = nullptr;
-  const FaultSpec* fault = nullptr;
+  const Fault* fault = nullptr;
   TensorMap run(const Case& c, const TensorMap& weights, const fs::path& folder, const TensorMap& in) const {
     if (!variant && !fault) return Oracle(c.spec, weights).run(c.cut, in);
     FolderRun r = variant ? FolderRun::open(folder, variant->run) : FolderRun::open_with_fault(folder, *fault);
@@ -34,9 +33,9 @@ struct Judged {
 };
 
 // The fault that is a precision, not a bug: legitimate where that precision is declared.
-bool legitimate_fault(const FaultSpec& f, Precision p) { return f.precision_only && p == Precision::bf16; }
+bool legitimate_fault(const Fault& f, Precision p) { return f.precision_only && p == Precision::bf16; }
 
-bool legitimate_anywhere(const FaultSpec& f, const std::vector<Precision>& precisions) {
+bool legitimate_anywhere(const Fault& f, const std::vector<Precision>& precisions) {
   for (Precision p : precisions)
     if (legitimate_fault(f, p)) return true;
   return false;
@@ -122,7 +121,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
 
   std::vector<Judged> subjects{{"oracle (double)"}};
   for (const Variant& v : variants()) subjects.push_back({v.name, &v, nullptr});
-  for (const FaultSpec& f : fault_catalog()) subjects.push_back({f.name, nullptr, &f});
+  for (const Fault& f : fault_catalog()) subjects.push_back({f.name, nullptr, &f});
   auto legitimate = [](const Judged& s, const Tolerance& t) {
     if (!s.variant && !s.fault) return true;  // the oracle: nearer exact than any precision
     return s.variant ? s.variant->precision == t.precision : legitimate_fault(*s.fault, t.precision);

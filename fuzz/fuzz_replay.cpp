@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Case c = Case::from_json(parse_json(text, "case.json"), "case.json");
       if (Case::from_json(parse_json(c.to_json().dump(), "again"), "again").str() != c.str()) std::abort();
     } else {
-      for (const auto& [name, r] : read_reproduce(text, 100))
+      for (const ReproduceEntry& r : read_reproduce(text, 100))
         if (r.size < 0 || r.size > 100) std::abort();
     }
   } catch (const Error&) {

@@ -13,21 +13,27 @@ namespace cutcheck {
 
 FolderRun FolderRun::open(const fs::path& dir, RunOptions options) { return open(dir, options, nullptr); }
 
-FolderRun FolderRun::open_with_fault(const fs::path& dir, const FaultSpec& fault) { return open(dir, fault.run, &fault); }
+FolderRun FolderRun::open_with_fault(const fs::path& dir, const Fault& fault, RunOptions options) {
+  return open(dir, options, &fault);
+}
 
-FolderRun FolderRun::open(const fs::path& dir, RunOptions options, const FaultSpec* fault) {
+FolderRun FolderRun::open(const fs::path& dir, RunOptions options, const Fault* fault) {
   std::vector<fs::path> folders = chip_folders(dir);
   if (folders.empty()) folders.push_back(dir);
   FolderRun r;
   std::vector<const Program*> programs;
   for (const fs::path& f : folders) {
     ProgramFolder folder = ProgramFolder::read(f);
-    if (fault) {  // the same cut, authored with the fault, on the same weights
-      About about = read_about(folder.manifest.about, (f / "manifest.json").string());
-      AuthorOptions author{fault->author};
-      folder.program = folder.program.replica ? author_chip_program(about.cut, about.spec, about.tp, about.chip, author)
-                                              : author_program(about.cut, about.spec, author);
-      verify_manifest(folder.program, folder.manifest, (f / "manifest.json").string());
+    if (fault) {
+      const bool recorded = folder.manifest.about.contains("cut");
+      const bool acts = !recorded || fault->acts_on(read_about(folder.manifest.about, (f / "manifest.json").string()).cut,
+                                                    folder.program.replica ? folder.program.replica->count : 1);
+      try {
+        if (acts) folder.program = fault->apply(folder.program);
+      } catch (const AnchorMissing& e) {
+        throw AnchorMissing(fmt::format("{}: the fault '{}' has nothing to act on: {}", (f / "program.txt").string(),
+                                        fault->name, e.what()));
+      }
     }
     TensorMap weights = load_weights(folder.manifest, f);
     r.chips_.push_back(std::make_unique<Executable>(std::move(folder.program), std::move(weights), options));

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/files.h"
-#include "harness/faults.h"
+#include "faults/catalog.h"
 #include "reference/interpreter.h"
 
 namespace cutcheck {
@@ -15,16 +15,17 @@ namespace cutcheck {
 class FolderRun {
  public:
   static FolderRun open(const fs::path& dir, RunOptions options = {});
-  // The folder's cut re-authored with `fault` (from the cut and spec its manifests record),
-  // run on the folder's weights: a backend with a bug.
-  static FolderRun open_with_fault(const fs::path& dir, const FaultSpec& fault);
+  // The folder's programs with `fault` written into them: a backend with a bug. Where the
+  // manifest records a cut the fault does not act on (Fault::acts_on) the programs run as
+  // they are; otherwise they must hold the fault's anchors (AnchorMissing names them).
+  static FolderRun open_with_fault(const fs::path& dir, const Fault& fault, RunOptions options = {});
   TensorMap run(const TensorMap& inputs);
   bool split() const { return chips_.size() > 1 || chips_[0]->program().replica.has_value(); }
   const Executable& chip(size_t c) const { return *chips_.at(c); }
   size_t chips() const { return chips_.size(); }
 
  private:
-  static FolderRun open(const fs::path& dir, RunOptions options, const FaultSpec* fault);
+  static FolderRun open(const fs::path& dir, RunOptions options, const Fault* fault);
   std::vector<std::unique_ptr<Executable>> chips_;
 };
 

@@ -4,17 +4,24 @@
 
 namespace cutcheck {
 
-Program authored_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options) {
-  return parse_and_verify(print(author_program(cut, spec, options)), cut.str());
+Program authored_program(const Cut& cut, const ModelSpec& spec) {
+  return parse_and_verify(print(author_program(cut, spec)), cut.str());
 }
 
-ReferenceRunner::ReferenceRunner(ModelSpec spec, TensorMap weights, AuthorOptions author, RunOptions run)
-    : spec_(std::move(spec)), weights_(std::move(weights)), author_(author), options_(run) {}
+ProgramEdit with_fault(const Fault& fault) {
+  return [&fault](const Program& p, const Cut& cut, int64_t tp) { return fault.acts_on(cut, tp) ? fault.apply(p) : p; };
+}
+
+ReferenceRunner::ReferenceRunner(ModelSpec spec, TensorMap weights, ProgramEdit edit, RunOptions run)
+    : spec_(std::move(spec)), weights_(std::move(weights)), edit_(std::move(edit)), options_(run) {}
 
 Executable& ReferenceRunner::plan(const Cut& cut) {
   auto it = plans_.find(cut);
-  if (it == plans_.end())
-    it = plans_.emplace(cut, std::make_unique<Executable>(authored_program(cut, spec_, author_), weights_, options_)).first;
+  if (it == plans_.end()) {
+    Program program = authored_program(cut, spec_);
+    if (edit_) program = edit_(program, cut, 1);
+    it = plans_.emplace(cut, std::make_unique<Executable>(std::move(program), weights_, options_)).first;
+  }
   return *it->second;
 }
 

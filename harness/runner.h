@@ -1,12 +1,14 @@
 // The reference interpreter as a CutRunner.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
 #include "author/author.h"
 #include "core/tensor.h"
-#include "harness/cut_runner.h"
+#include "faults/catalog.h"
+#include "model/cut_runner.h"
 #include "harness/tolerance.h"
 #include "model/cut.h"
 #include "model/spec.h"
@@ -14,10 +16,18 @@
 
 namespace cutcheck {
 
+// A change made to each program of a cut (split `tp` ways) before it runs: a fault or a
+// mutant, for testing the harness. An empty edit runs the programs as authored.
+using ProgramEdit = std::function<Program(const Program& program, const Cut& cut, int64_t tp)>;
+
+// The programs as `fault` leaves them: changed where it acts (Fault::acts_on), as
+// authored elsewhere.
+ProgramEdit with_fault(const Fault& fault);
+
 // Authors each cut once, parses its text back, plans it, and reuses the plan.
 class ReferenceRunner : public CutRunner {
  public:
-  ReferenceRunner(ModelSpec spec, TensorMap weights, AuthorOptions author = {}, RunOptions run = {});
+  ReferenceRunner(ModelSpec spec, TensorMap weights, ProgramEdit edit = {}, RunOptions run = {});
   TensorMap run(const Cut& cut, const TensorMap& inputs) override;
   // Runs `cut` and, under the bound policy, bounds every f32 output element: what a
   // backend is judged against (harness/tolerance.h).
@@ -27,7 +37,7 @@ class ReferenceRunner : public CutRunner {
  private:
   ModelSpec spec_;
   TensorMap weights_;
-  AuthorOptions author_;
+  ProgramEdit edit_;
   RunOptions options_;
   std::unordered_map<Cut, std::unique_ptr<Executable>, CutHash> plans_;
 
@@ -35,6 +45,6 @@ class ReferenceRunner : public CutRunner {
 };
 
 // The program of a cut as the interpreter runs it: authored, printed, parsed and verified.
-Program authored_program(const Cut& cut, const ModelSpec& spec, const AuthorOptions& options = {});
+Program authored_program(const Cut& cut, const ModelSpec& spec);
 
 }  // namespace cutcheck

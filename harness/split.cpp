@@ -65,14 +65,14 @@ TensorMap run_split(const std::vector<Executable*>& chips, const TensorMap& unsp
   return gather_outputs(run_chips(chips, shard_inputs(unsplit_inputs, programs)), unsplit_inputs);
 }
 
-SplitRunner::SplitRunner(ModelSpec spec, TensorMap weights, int64_t tp, AuthorOptions author)
-    : spec_(std::move(spec)), tp_(tp), author_(author) {
+SplitRunner::SplitRunner(ModelSpec spec, TensorMap weights, int64_t tp, ProgramEdit edit)
+    : spec_(std::move(spec)), tp_(tp), edit_(std::move(edit)) {
   if (auto why = widths_unsplittable(spec_, tp_)) throw NotYet(fmt::format("cannot split {}: {}", spec_.name, *why));
   for (int64_t c = 0; c < tp_; ++c) shards_.push_back(shard_weights(weights, spec_, tp_, c));
 }
 
-SplitRunner::SplitRunner(ModelSpec spec, std::vector<TensorMap> shards, AuthorOptions author)
-    : spec_(std::move(spec)), tp_(int64_t(shards.size())), author_(author), shards_(std::move(shards)) {
+SplitRunner::SplitRunner(ModelSpec spec, std::vector<TensorMap> shards, ProgramEdit edit)
+    : spec_(std::move(spec)), tp_(int64_t(shards.size())), edit_(std::move(edit)), shards_(std::move(shards)) {
   if (auto why = widths_unsplittable(spec_, tp_)) throw NotYet(fmt::format("cannot split {}: {}", spec_.name, *why));
 }
 
@@ -82,9 +82,10 @@ TensorMap SplitRunner::run(const Cut& cut, const TensorMap& inputs) {
     std::vector<std::unique_ptr<Executable>> chips;
     std::vector<const Program*> programs;
     for (int64_t c = 0; c < tp_; ++c) {
-      std::string text = print(author_chip_program(cut, spec_, tp_, c, author_));
-      chips.push_back(std::make_unique<Executable>(parse_and_verify(text, fmt::format("{} chip {}", cut.str(), c)),
-                                                   shards_[size_t(c)]));
+      std::string text = print(author_chip_program(cut, spec_, tp_, c));
+      Program program = parse_and_verify(text, fmt::format("{} chip {}", cut.str(), c));
+      if (edit_) program = edit_(program, cut, tp_);
+      chips.push_back(std::make_unique<Executable>(std::move(program), shards_[size_t(c)]));
       programs.push_back(&chips.back()->program());
     }
     verify_split(programs, cut.str());

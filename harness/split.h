@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "author/author.h"
-#include "harness/cut_runner.h"
+#include "model/cut_runner.h"
+#include "harness/runner.h"
 #include "reference/interpreter.h"
 
 namespace cutcheck {
@@ -27,15 +28,15 @@ TensorMap gather_outputs(const std::vector<TensorMap>& chip_outputs, const Tenso
 // program once, with in-memory weight shards.
 class SplitRunner : public CutRunner {
  public:
-  SplitRunner(ModelSpec spec, TensorMap weights, int64_t tp, AuthorOptions author = {});
+  SplitRunner(ModelSpec spec, TensorMap weights, int64_t tp, ProgramEdit edit = {});
   // With each chip's weights given (normally shard_weights of the unsplit ones).
-  SplitRunner(ModelSpec spec, std::vector<TensorMap> shards, AuthorOptions author = {});
+  SplitRunner(ModelSpec spec, std::vector<TensorMap> shards, ProgramEdit edit = {});
   TensorMap run(const Cut& cut, const TensorMap& inputs) override;
 
  private:
   ModelSpec spec_;
   int64_t tp_;
-  AuthorOptions author_;
+  ProgramEdit edit_;
   std::vector<TensorMap> shards_;  // each chip's weights
   std::unordered_map<Cut, std::vector<std::unique_ptr<Executable>>, CutHash> plans_;
 };

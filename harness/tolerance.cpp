@@ -86,7 +86,8 @@ OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* lo
   for (size_t r = 0; r < w.size(); ++r) {
     if (w[r] == g[r]) continue;
     bool near_tie = false;
-    if (logits && g[r] >= 0 && size_t(g[r]) < vocab) {
+    // Both picks must be tokens (an all-NaN row makes the reference's pick the vocabulary size).
+    if (logits && g[r] >= 0 && size_t(g[r]) < vocab && w[r] >= 0 && size_t(w[r]) < vocab) {
       auto row = logits->as<float>().subspan(r * vocab, vocab);
       const size_t a = size_t(w[r]), b = size_t(g[r]);
       if (tol.bounded()) {

@@ -275,6 +275,8 @@ class Lowering {
       case OpKind::negate: case OpKind::exponential: case OpKind::log: case OpKind::sqrt: case OpKind::rsqrt:
       case OpKind::logistic: case OpKind::sine: case OpKind::cosine:
         return e_.elementwise(result, {operand(op.operands[0])}, [&](const auto& a) { return scalar(e_, op, t.dtype, a); }, rank);
+      case OpKind::reduce_precision:
+        return e_.elementwise(result, {operand(op.operands[0])}, [&](const auto& a) { return reduce_precision(op, a[0]); }, rank);
       case OpKind::compare: {
         const DType from = type(op.operands[0]).dtype;
         const bool f = from == DType::f32;
@@ -311,10 +313,16 @@ class Lowering {
         return r;
       }
       case OpKind::transpose: {
+        // The identity (every rank-0 transpose among them) is the operand itself: MLIR 22's
+        // mlir-opt crashes on a rank-0 linalg.transpose.
+        const auto& perm = op.ints("permutation");
+        bool identity = true;
+        for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == int64_t(d);
+        if (identity) return operand(op.operands[0]);
         const Value x = operand(op.operands[0]), init = e_.empty(result);
         Value r = value_of(e_.fresh(), t);
         e_.line(fmt::format("{} = linalg.transpose ins({} : {}) outs({} : {}) permutation = [{}]", r.name, x.name, x.type,
-                            init.name, init.type, fmt::join(op.ints("permutation"), ", ")));
+                            init.name, init.type, fmt::join(perm, ", ")));
         return r;
       }
       case OpKind::slice: {
@@ -383,6 +391,35 @@ class Lowering {
       std::string r1 = e_.body_op(fmt::format("arith.select {}, {}, {} : i32", high, e_.body_op("arith.constant 2147483647 : i32"), i));
       return e_.body_op(fmt::format("arith.select {}, {}, {} : i32", low, e_.body_op("arith.constant -2147483648 : i32"), r1));
     }, int(t.rank()));
+  }
+
+  // reduce_precision on the f32's bits, as reference/kernels_elementwise.cpp states it:
+  // round the mantissa to nearest even, then clamp the exponent range; NaN passes.
+  std::string reduce_precision(const Operation& op, const std::string& x) {
+    const int64_t exponent_bits = op.integer("exponent_bits"), mantissa_bits = op.integer("mantissa_bits");
+    auto i32 = [&](uint32_t v) { return e_.body_op(fmt::format("arith.constant {} : i32", int32_t(v))); };
+    std::string bits = e_.body_op(fmt::format("arith.bitcast {} : f32 to i32", x));
+    if (mantissa_bits < 23) {
+      const int drop = int(23 - mantissa_bits);
+      std::string lsb = e_.body_op(fmt::format("arith.andi {}, {} : i32",
+                                               e_.body_op(fmt::format("arith.shrui {}, {} : i32", bits, i32(uint32_t(drop)))), i32(1)));
+      std::string bias = e_.body_op(fmt::format("arith.addi {}, {} : i32", lsb, i32((1u << (drop - 1)) - 1u)));
+      std::string sum = e_.body_op(fmt::format("arith.addi {}, {} : i32", bits, bias));
+      bits = e_.body_op(fmt::format("arith.andi {}, {} : i32", sum, i32(~((1u << drop) - 1u))));
+    }
+    if (exponent_bits < 8) {
+      const uint32_t reach = (1u << (exponent_bits - 1)) - 1u;
+      std::string sign = e_.body_op(fmt::format("arith.andi {}, {} : i32", bits, i32(0x80000000u)));
+      std::string exponent = e_.body_op(fmt::format("arith.andi {}, {} : i32", bits, i32(0x7f800000u)));
+      std::string over = e_.body_op(fmt::format("arith.cmpi ugt, {}, {} : i32", exponent, i32((127u + reach) << 23)));
+      std::string under = e_.body_op(fmt::format("arith.cmpi ule, {}, {} : i32", exponent, i32((127u - reach) << 23)));
+      std::string inf = e_.body_op(fmt::format("arith.ori {}, {} : i32", sign, i32(0x7f800000u)));
+      bits = e_.body_op(fmt::format("arith.select {}, {}, {} : i32", over, inf, bits));
+      bits = e_.body_op(fmt::format("arith.select {}, {}, {} : i32", under, sign, bits));
+    }
+    std::string rounded = e_.body_op(fmt::format("arith.bitcast {} : i32 to f32", bits));
+    std::string nan = e_.body_op(fmt::format("arith.cmpf uno, {}, {} : f32", x, x));
+    return e_.body_op(fmt::format("arith.select {}, {}, {} : f32", nan, x, rounded));
   }
 
   // Each result element reads the table row its index names, clamped as in StableHLO.

@@ -21,9 +21,21 @@ bool kind_splits(CutKind k) {
   return k == CutKind::decode || k == CutKind::batch || k == CutKind::decode_layer || k == CutKind::batch_layer;
 }
 
+std::vector<CutKind> splitting_kinds() {
+  std::vector<CutKind> out;
+  for (CutKind k : all_cut_kinds())
+    if (kind_splits(k)) out.push_back(k);
+  return out;
+}
+
 std::optional<std::string> split_unsupported(const Cut& cut, const ModelSpec& spec, int64_t tp) {
-  if (!kind_splits(cut.kind))
-    return fmt::format("{} cannot be split yet: only decode, batch, decode_layer and batch_layer split", cut.str());
+  if (!kind_splits(cut.kind)) {
+    std::vector<std::string> names;
+    for (CutKind k : splitting_kinds()) names.push_back(cut_kind_name(k));
+    const std::string last = names.back();
+    names.pop_back();
+    return fmt::format("{} cannot be split yet: only {} and {} split", cut.str(), fmt::join(names, ", "), last);
+  }
   if (auto why = widths_unsplittable(spec, tp)) return fmt::format("{} cannot be split {} ways: {}", cut.str(), tp, *why);
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/files.h"
 #include "core/tensor.h"
@@ -21,6 +22,8 @@ std::optional<std::string> widths_unsplittable(const ModelSpec& spec, int64_t tp
 
 // Decode, Batch, DecodeLayer and BatchLayer: the cut kinds a tp split exists for.
 bool kind_splits(CutKind kind);
+// The kinds that split, in all_cut_kinds() order.
+std::vector<CutKind> splitting_kinds();
 
 // Why `cut` cannot be split `tp` ways, if it cannot: only Decode, Batch, DecodeLayer and
 // BatchLayer split, and only where tp divides heads, kv_heads and ffn.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "model/footprint.h"
 
 namespace cutcheck {
@@ -81,6 +82,13 @@ CutSignature signature(const Cut& cut, const ModelSpec& spec) {
     for (size_t i = 2; i < sig.inputs.size(); ++i) out(sig.inputs[i].name, sig.inputs[i].type);
   }
   return sig;
+}
+
+CacheShape CacheShape::of(const Shape& shape) {
+  if (shape.size() != 3 && shape.size() != 4)
+    throw Error(fmt::format("a kv cache is [C, K, E] or [R, C, K, E], not {}", shape_str(shape)));
+  const bool per_row = shape.size() == 4;
+  return {per_row ? shape[0] : 1, per_row ? shape[1] : shape[0], shape[shape.size() - 2] * shape.back()};
 }
 
 }  // namespace cutcheck

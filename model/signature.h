@@ -36,6 +36,18 @@ struct CutSignature {
 // The cut must be possible for the spec (Cut::check_possible).
 CutSignature signature(const Cut& cut, const ModelSpec& spec);
 
+// A kv cache tensor as the cuts lay it out: [C, K, E], one cache the rows share, or
+// [R, C, K, E], one per row (batch). The one place that reads the layout off the rank.
+struct CacheShape {
+  int64_t caches = 1;  // R for [R, C, K, E], 1 for [C, K, E]
+  int64_t ctx = 0;     // positions per cache
+  int64_t width = 0;   // floats per position: K * E
+  // Throws Error for a shape of another rank.
+  static CacheShape of(const Shape& shape);
+  // Where position `pos` of cache `cache` starts, in floats.
+  int64_t at(int64_t cache, int64_t pos) const { return (cache * ctx + pos) * width; }
+};
+
 // Cache names of one layer.
 std::string k_cache_name(int64_t layer);
 std::string v_cache_name(int64_t layer);

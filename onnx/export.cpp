@@ -161,6 +161,19 @@ class Lowering {
     return g_.op("Where", {nan, g_.op("Add", {a, b}), g_.op(kind, {a, b})});
   }
 
+  // Exact only where ONNX has the format: bf16 (8, 7), whose Cast from float rounds to
+  // nearest even and overflows to infinity as the language says; at least f32's widths
+  // change nothing. Other widths (fp16's subnormals, for one) have no exact form.
+  std::string reduce_precision(const Operation& op) {
+    const int64_t exponent_bits = op.integer("exponent_bits"), mantissa_bits = op.integer("mantissa_bits");
+    if (exponent_bits >= 8 && mantissa_bits >= 23) return g_.op("Identity", {in(op, 0)});
+    if (exponent_bits == 8 && mantissa_bits == 7)
+      return g_.cast(g_.cast(in(op, 0), ox::TensorProto::BFLOAT16), ox::TensorProto::FLOAT);
+    throw NotYet(fmt::format("%{} = reduce_precision {{exponent_bits = {}, mantissa_bits = {}}}: no exact ONNX form; "
+                             "only (8, 7), bf16, is exported",
+                             p_.name(op.result), exponent_bits, mantissa_bits));
+  }
+
   std::string clamp_i32(const std::string& x, int32_t lo, int32_t hi) {
     return g_.op("Min", {g_.op("Max", {x, g_.i32(lo)}), g_.i32(hi)});
   }
@@ -230,6 +243,7 @@ class Lowering {
           std::string one = one_like();
           return g_.op("Div", {one, g_.op("Add", {one, g_.op("Exp", {g_.op("Neg", {x})})})});
         });
+      case OpKind::reduce_precision: return reduce_precision(op);
       case OpKind::compare: {
         const std::string& dir = op.word("comparison_direction");
         const Names ab{in(op, 0), in(op, 1)};

@@ -1,11 +1,13 @@
 #include "oracle/cache.h"
 
+#include "model/signature.h"
+
 namespace cutcheck {
 
 Oracle::Cache::Cache(Tensor k, Tensor v, int64_t row) : k_(std::move(k)), v_(std::move(v)) {
-  const Shape& shape = k_.shape();
-  width_ = shape[shape.size() - 2] * shape.back();
-  base_ = shape.size() == 4 ? row * shape[1] * width_ : 0;
+  const CacheShape shape = CacheShape::of(k_.shape());
+  width_ = shape.width;
+  base_ = shape.at(shape.caches == 1 ? 0 : row, 0);
 }
 
 Oracle::Cache::Cache(int64_t width)

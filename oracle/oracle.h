@@ -6,7 +6,7 @@
 #include <Eigen/Dense>
 #include <memory>
 
-#include "harness/cut_runner.h"
+#include "model/cut_runner.h"
 #include "model/spec.h"
 
 namespace cutcheck {

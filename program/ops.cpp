@@ -38,6 +38,8 @@ const std::vector<OpInfo>& table() {
       {K::logistic, "logistic", 1, 1, {}, false},
       {K::sine, "sine", 1, 1, {}, false},
       {K::cosine, "cosine", 1, 1, {}, false},
+      {K::reduce_precision, "reduce_precision", 1, 1,
+       {{"exponent_bits", A::integer, {}}, {"mantissa_bits", A::integer, {}}}, false},
       {K::compare, "compare", 2, 2, {{"comparison_direction", A::word, directions}}, false},
       {K::select, "select", 3, 3, {}, false},
       {K::broadcast_in_dim, "broadcast_in_dim", 1, 1, {{"broadcast_dimensions", A::ints, {}}}, true},
@@ -138,6 +140,10 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
     case K::logistic:
     case K::sine:
     case K::cosine:
+      return elementwise(info, in, false);
+    case K::reduce_precision:
+      if (a.integer(0) < 1) fail(op, fmt::format("exponent_bits must be at least 1, got {}", a.integer(0)));
+      if (a.integer(1) < 0) fail(op, fmt::format("mantissa_bits must be at least 0, got {}", a.integer(1)));
       return elementwise(info, in, false);
     case K::compare: {
       TensorType t = elementwise(info, in, true);

@@ -37,6 +37,7 @@ enum class OpKind : uint8_t {
   logistic,
   sine,
   cosine,
+  reduce_precision,
   compare,
   select,
   // Data movement.

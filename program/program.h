@@ -1,7 +1,7 @@
 // A cutcheck program: typed SSA over static-shaped tensors. Inputs and weights are
 // declared, every other value is defined by exactly one operation, outputs are named.
-// The text form is in printer.h / parser.h; the rules are checked by verifier.h; the
-// op set is in ops.h; docs/language.md describes all of it.
+// The text form is in text.h; the rules are checked by verifier.h; the op set is in
+// ops.h; rewrite.h edits a program by value name; docs/language.md describes all of it.
 #pragma once
 
 #include <optional>

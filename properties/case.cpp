@@ -105,18 +105,15 @@ TensorMap blank_unattended(TensorMap outputs, const Case& c) {
   const std::vector<int64_t> last = last_attended(c);
   for (auto& [name, t] : outputs) {
     if (last.empty() || (!name.starts_with("k.") && !name.starts_with("v.")) || t.dtype() != DType::f32 ||
-        t.type().rank() < 3)
+        (t.type().rank() != 3 && t.type().rank() != 4))
       continue;
     t = t.clone();
-    const Shape& shape = t.shape();
-    const bool per_row = shape.size() == 4;
-    const int64_t rows = per_row ? shape[0] : 1, ctx = per_row ? shape[1] : shape[0];
-    const int64_t width = shape[shape.size() - 2] * shape[shape.size() - 1];
-    if (per_row && rows != int64_t(last.size())) continue;
+    const CacheShape cache = CacheShape::of(t.shape());
+    if (cache.caches > 1 && cache.caches != int64_t(last.size())) continue;
     auto v = t.as_mut<float>();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t pos = last[size_t(per_row ? r : 0)] + 1; pos < ctx; ++pos)
-        std::fill_n(v.begin() + (r * ctx + pos) * width, width, 0.0f);
+    for (int64_t r = 0; r < cache.caches; ++r)
+      for (int64_t pos = last[size_t(cache.caches > 1 ? r : 0)] + 1; pos < cache.ctx; ++pos)
+        std::fill_n(v.begin() + cache.at(r, pos), cache.width, 0.0f);
   }
   return outputs;
 }
@@ -139,17 +136,14 @@ TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
       out.emplace(port.name, std::move(t));
     } else {  // a cache: [C, K, E], or [R, C, K, E] for batch
       Tensor t(port.type);
-      const Shape& s = port.type.shape;
-      const bool per_row = s.size() == 4;
-      const int64_t rows = per_row ? s[0] : 1, ctx = per_row ? s[1] : s[0];
-      const int64_t width = s[s.size() - 2] * s[s.size() - 1];
+      const CacheShape cache = CacheShape::of(port.type.shape);
       const float scale = port.name.starts_with("k.") ? c.k_scale : 1.0f;
       auto v = t.as_mut<float>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t pos = 0; pos < ctx; ++pos)
-          for (int64_t i = 0; i < width; ++i)
-            v[size_t((r * ctx + pos) * width + i)] =
-                pos <= last[size_t(per_row ? r : 0)] ? scale * data.symmetric() : garbage.garbage();
+      for (int64_t r = 0; r < cache.caches; ++r)
+        for (int64_t pos = 0; pos < cache.ctx; ++pos)
+          for (int64_t i = 0; i < cache.width; ++i)
+            v[size_t(cache.at(r, pos) + i)] =
+                pos <= last[size_t(cache.caches > 1 ? r : 0)] ? scale * data.symmetric() : garbage.garbage();
       out.emplace(port.name, std::move(t));
     }
   }

@@ -2,21 +2,14 @@
 // time, and on failure the shrunk counterexample and the string that reproduces it.
 #pragma once
 
-#include <cassert>  // rapidcheck's detail headers use assert without including it
-#include <rapidcheck/detail/Results.h>
-
 #include <cstdint>
-#include <unordered_map>
 #include <string>
 #include <vector>
 
 #include "properties/catalog.h"
+#include "properties/rc_engine.h"
 
 namespace cutcheck {
-
-// Decodes a reproduce string (RapidCheck's configuration text) and checks each entry's
-// size against [0, max_size]; throws Error / InputError naming what is wrong.
-std::unordered_map<std::string, rc::detail::Reproduce> read_reproduce(const std::string& text, int max_size);
 
 struct CheckOptions {
   int cases = 100;

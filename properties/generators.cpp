@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/sharding.h"
 #include "properties/choice.h"
 
 namespace cutcheck {
@@ -67,7 +68,7 @@ void widen_for_tp(ModelSpec& s, int64_t tp) {
 
 rc::Gen<Case> gen_split_case() {
   return rc::gen::exec([] {
-    Case c = *gen_case({CutKind::decode, CutKind::batch, CutKind::decode_layer, CutKind::batch_layer}, 4);
+    Case c = *gen_case(splitting_kinds(), 4);
     c.tp = *element<int64_t>(1, 2, 4);
     widen_for_tp(c.spec, c.tp);
     return c;

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "core/error.h"
 #include "program/activations.h"
 #include "program/inputs.h"

@@ -22,6 +22,7 @@ Kernel kernel_for(OpKind kind) {
     case OpKind::logistic:
     case OpKind::sine:
     case OpKind::cosine: return eval_unary;
+    case OpKind::reduce_precision: return eval_reduce_precision;
     case OpKind::compare: return eval_compare;
     case OpKind::select: return eval_select;
     case OpKind::broadcast_in_dim: return eval_broadcast_in_dim;

@@ -32,6 +32,7 @@ void eval_iota(const Operation& op, Operands in, Tensor& out);
 void eval_convert(const Operation& op, Operands in, Tensor& out);
 void eval_binary(const Operation& op, Operands in, Tensor& out);  // add ... power
 void eval_unary(const Operation& op, Operands in, Tensor& out);   // negate ... cosine
+void eval_reduce_precision(const Operation& op, Operands in, Tensor& out);
 void eval_compare(const Operation& op, Operands in, Tensor& out);
 void eval_select(const Operation& op, Operands in, Tensor& out);
 void eval_broadcast_in_dim(const Operation& op, Operands in, Tensor& out);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "reference/ieee.h"
 #include "reference/index.h"
 #include "reference/parallel.h"
 #include "reference/kernels.h"
@@ -62,9 +63,6 @@ void fold(const Tensor& a, const Split& s, Tensor& out, Acc identity, Combine co
   } while (kept.next());
 }
 
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : a > b ? a : b; }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : a < b ? a : b; }
-
 }  // namespace
 
 void eval_reduce(const Operation& op, Operands in, Tensor& out) {
@@ -73,8 +71,8 @@ void eval_reduce(const Operation& op, Operands in, Tensor& out) {
   Split s = split_dims(a.shape(), op.ints("dimensions"));
   if (a.dtype() == DType::f32) {
     if (kind == "add") return fold<float, double>(a, s, out, 0.0, [](double acc, float v) { return acc + v; });
-    if (kind == "max") return fold<float, double>(a, s, out, -INFINITY, [](double acc, float v) { return nan_max(acc, v); });
-    return fold<float, double>(a, s, out, INFINITY, [](double acc, float v) { return nan_min(acc, v); });
+    if (kind == "max") return fold<float, double>(a, s, out, -INFINITY, [](double acc, float v) { return ieee_maximum(acc, v); });
+    return fold<float, double>(a, s, out, INFINITY, [](double acc, float v) { return ieee_minimum(acc, v); });
   }
   using I = int32_t;
   if (kind == "add")  // wraps around, as i32 addition does

@@ -2,9 +2,11 @@
 // its case; f32 math happens in double and is rounded to f32 when stored.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
+#include "reference/ieee.h"
 #include "reference/kernels.h"
 
 namespace cutcheck {
@@ -36,9 +38,6 @@ int32_t to_i32(float v) {
   return int32_t(v);
 }
 
-// maximum and minimum propagate NaN.
-double nan_max(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : x > y ? x : y; }
-double nan_min(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : x < y ? x : y; }
 
 }  // namespace
 
@@ -109,8 +108,8 @@ void eval_binary(const Operation& op, Operands in, Tensor& out) {
     case OpKind::subtract: return map2<F, F>(a, b, out, [](double x, double y) { return x - y; });
     case OpKind::multiply: return map2<F, F>(a, b, out, [](double x, double y) { return x * y; });
     case OpKind::divide: return map2<F, F>(a, b, out, [](double x, double y) { return x / y; });
-    case OpKind::maximum: return map2<F, F>(a, b, out, nan_max);
-    case OpKind::minimum: return map2<F, F>(a, b, out, nan_min);
+    case OpKind::maximum: return map2<F, F>(a, b, out, ieee_maximum);
+    case OpKind::minimum: return map2<F, F>(a, b, out, ieee_minimum);
     case OpKind::power: return map2<F, F>(a, b, out, [](double x, double y) { return std::pow(x, y); });
     default: throw Error("not a binary op");
   }
@@ -134,6 +133,40 @@ void eval_unary(const Operation& op, Operands in, Tensor& out) {
     case OpKind::cosine: return map1<F>(a, out, [](double x) { return std::cos(x); });
     default: throw Error("not a unary op");
   }
+}
+
+namespace {
+
+// The f32 nearest to x in a format with `exponent_bits` and `mantissa_bits`, on x's bits:
+// the mantissa rounded to nearest, ties to even (a carry may raise the exponent, up to
+// infinity); then magnitudes above the format's largest exponent become infinity and
+// those below its smallest normal exponent zero, keeping the sign. NaN stays as it is.
+// Widths at or above f32's (8, 23) leave that part unchanged.
+float reduce_precision(float x, int64_t exponent_bits, int64_t mantissa_bits) {
+  if (std::isnan(x)) return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if (mantissa_bits < 23) {
+    const int drop = int(23 - mantissa_bits);               // low mantissa bits to remove
+    const uint32_t kept_lsb = (bits >> drop) & 1u;          // ties go to an even kept mantissa
+    const uint32_t half_minus_one = (1u << (drop - 1)) - 1u;
+    bits = (bits + half_minus_one + kept_lsb) & ~((1u << drop) - 1u);
+  }
+  if (exponent_bits < 8) {
+    const uint32_t sign = bits & 0x80000000u, exponent = (bits >> 23) & 0xffu;
+    const uint32_t reach = (1u << (exponent_bits - 1)) - 1u;  // the narrow format's exponent bias
+    if (exponent > 127u + reach) bits = sign | 0x7f800000u;     // beyond its largest exponent
+    else if (exponent <= 127u - reach) bits = sign;             // below its smallest normal one
+  }
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+}  // namespace
+
+void eval_reduce_precision(const Operation& op, Operands in, Tensor& out) {
+  const int64_t e = op.integer("exponent_bits"), m = op.integer("mantissa_bits");
+  map1<float>(*in[0], out, [&](float x) { return reduce_precision(x, e, m); });
 }
 
 void eval_compare(const Operation& op, Operands in, Tensor& out) {

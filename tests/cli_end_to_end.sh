@@ -4,6 +4,7 @@
 set -euo pipefail
 cutcheck=$1
 shared=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -14,6 +15,18 @@ test -s decode/program.txt && test -s decode/manifest.json
 "$cutcheck" inputs decode --seed 3 --out in.safetensors >/dev/null
 "$cutcheck" run decode --inputs in.safetensors --outputs out.safetensors
 test -s out.safetensors
+
+# A fault is a rewrite of the program given: a folder written by hand takes it where its
+# anchors are, and is refused (exit 2, the anchor named) where they are not.
+cp -r "$here/programs/softmax_by_hand" hand
+"$cutcheck" inputs hand --seed 1 --out hand-in.safetensors >/dev/null
+"$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault softmax-without-max
+"$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault bf16-activations
+status=0
+"$cutcheck" run hand --inputs hand-in.safetensors --outputs hand-out.safetensors --fault rope-position-off-by-one \
+  2>anchor.txt || status=$?
+[ "$status" = 2 ] || { echo "a fault without its anchor exited $status"; exit 1; }
+grep -q "%rope.pos" anchor.txt || { echo "the missing anchor is not named:"; cat anchor.txt; exit 1; }
 
 # The same cut authored against another folder gives the same text.
 "$cutcheck" author --spec tiny --cut 'decode{ctx=16}' --dir elsewhere --out decode2 >/dev/null

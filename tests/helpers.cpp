@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "faults/catalog.h"
+
 namespace cutcheck::test {
 
 Tensor run_op(OpKind kind, const std::vector<Tensor>& operands, std::vector<Attr> attrs,
@@ -42,6 +46,18 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+std::vector<std::string> fault_names() {
+  std::vector<std::string> names;
+  for (const Fault& f : fault_catalog()) names.push_back(f.name);
+  return names;
+}
+
+std::string param_name(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
 }
 
 }  // namespace cutcheck::test

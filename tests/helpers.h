@@ -26,6 +26,11 @@ std::optional<fs::path> shared_dir();
 // A fresh empty folder under the build's temporary directory.
 fs::path temp_dir(const std::string& name);
 
+// The fault catalog's names, for parameterised tests; and a name as a test-name suffix
+// ('-' and '.' become '_').
+std::vector<std::string> fault_names();
+std::string param_name(std::string name);
+
 }  // namespace cutcheck::test
 
 #define SKIP_WITHOUT_SHARED(var)                                                                    \

@@ -4,10 +4,15 @@
 #include <gmock/gmock.h>
 
 #include <cstdlib>
+#include <functional>
+#include <set>
 
+#include "conform/op_suite.h"
 #include "conform/report.h"
+#include "program/folder.h"
+#include "program/rewrite.h"
 #include "core/error.h"
-#include "harness/faults.h"
+#include "faults/catalog.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -24,6 +29,9 @@ ConformOptions options(const std::string& name, int cases = 100) {
   o.tp = {1, 2};
   o.keep = test::temp_dir("conform-" + name);
   o.replay_prefix = "cutcheck conform --backend X";
+  // The default shrink budget (10 s at least) is wall time: on a loaded machine it can run
+  // out before bisection, which these tests check. The run budget (200) still bounds them.
+  o.shrink_seconds = 300;
   return o;
 }
 
@@ -69,7 +77,7 @@ std::string expected_piece(const std::string& fault) {
 class FaultCatalog : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
-  const FaultSpec& fault = find_fault_spec(GetParam());
+  const Fault& fault = find_fault(GetParam());
   CommandBackend faulty(cutcheck_binary + " run --fault " + fault.name, 30);
   ConformOptions o = options(fault.name);
   ConformReport r = conform(faulty, o);
@@ -84,8 +92,12 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
     EXPECT_TRUE(fs::exists(f.reproducer / "expected.safetensors"));
     EXPECT_LE(f.shrunk.c.spec.layers, f.original.c.spec.layers);
     // The shape faults shrink to just past the boundary they need.
-    if (fault.name == "softmax-tail-tile") EXPECT_THAT(f.shrunk.c.cut.ctx, ::testing::AllOf(::testing::Ge(17), ::testing::Le(32)));
-    if (fault.name == "rows-past-eight") EXPECT_THAT(f.shrunk.c.cut.rows, ::testing::AllOf(::testing::Ge(9), ::testing::Le(16)));
+    if (fault.name == "softmax-tail-tile") {
+      EXPECT_THAT(f.shrunk.c.cut.ctx, ::testing::AllOf(::testing::Ge(17), ::testing::Le(32)));
+    }
+    if (fault.name == "rows-past-eight") {
+      EXPECT_THAT(f.shrunk.c.cut.rows, ::testing::AllOf(::testing::Ge(9), ::testing::Le(16)));
+    }
     if (f.original.c.cut.part() == Part::whole) {
       // A fault whose error stays under the tolerance in every piece shows only composed;
       // at least one whole cut must bisect to the fault's piece.
@@ -101,7 +113,6 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   EXPECT_EQ(replay(faulty, r.failures[0].reproducer, o).verdict, Verdict::failed);
   if (fault.precision_only) {  // and passes where the tolerance is bf16's
     o.tolerance = Tolerance::bound(Precision::bf16);
-    o.large_keys = false;
     // bf16 rounding over long caches and wide specs outgrows a fixed 0.25: until tolerances
     // follow each element's conditioning (issue #14), the bf16 claim is checked on small shapes.
     o.shapes = ShapeSpace::small();
@@ -110,17 +121,8 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   }
 }
 
-std::vector<std::string> fault_names() {
-  std::vector<std::string> names;
-  for (const FaultSpec& f : fault_catalog()) names.push_back(f.name);
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(fault_names()), [](const auto& info) {
-  std::string n = info.param;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(test::fault_names()),
+                         [](const auto& info) { return test::param_name(info.param); });
 
 // A misbehaving backend: every case fails with `why`, and the run finishes. A process that
 // fails the same way each time (a crash, a hang) stops the campaign after 3 cases.
@@ -153,6 +155,98 @@ TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {
   EXPECT_EQ(r.count(Verdict::unsupported), 5);
   EXPECT_FALSE(r.passed());  // nothing was checked
   EXPECT_THAT(r.results[0].failure, HasSubstr("this backend lowers nothing yet"));
+}
+
+// The reference with an edit made to every program it is given, as a backend with a bug
+// in one place would be; `cuts_only`: it refuses folders whose manifest records no cut,
+// as a backend that runs cuts rather than programs does. One chip only.
+class EditedReference : public Backend {
+ public:
+  EditedReference(std::function<void(Rewriter&)> edit, bool cuts_only = false) : edit_(std::move(edit)), cuts_only_(cuts_only) {}
+  std::string name() const override { return "edited reference"; }
+  bool supports(const Cut&, int64_t tp) const override { return tp == 1; }
+  std::unique_ptr<Lowered> lower(const fs::path& folder) override {
+    if (!chip_folders(folder).empty()) throw NotYet("one chip only");
+    ProgramFolder f = ProgramFolder::read(folder);
+    if (cuts_only_ && !f.manifest.about.contains("cut")) throw NotYet("this backend runs authored cuts only");
+    Rewriter r(f.program);
+    edit_(r);
+    return std::make_unique<Run>(r.finish(), load_weights(f.manifest, folder));
+  }
+
+ private:
+  struct Run : Lowered {
+    Run(Program p, TensorMap w) : exe(std::move(p), std::move(w)) {}
+    TensorMap run(const TensorMap& in) override { return exe.run(in); }
+    Executable exe;
+  };
+  std::function<void(Rewriter&)> edit_;
+  bool cuts_only_;
+};
+
+// Layer 1's softmax totals its exponentials with max instead of add.
+void exp_sum_by_max(Rewriter& r) {
+  for (ValueId v : r.find("l1.exp_sum", OpKind::reduce)) r.set_attr(v, "kind", word("max"));
+}
+
+TEST(Conform, BisectionNamesTheFirstFailingValue) {
+  for (bool cuts_only : {false, true}) {
+    EditedReference backend(exp_sum_by_max, cuts_only);
+    ConformOptions o = options(cuts_only ? "one-op-cuts" : "one-op", 20);
+    o.tp = {1};
+    o.spec = builtin_spec("tiny");  // two layers
+    o.kinds = {CutKind::decode, CutKind::decode_layer};
+    ConformReport r = conform(backend, o);
+    ASSERT_FALSE(r.passed());
+    ASSERT_FALSE(r.failures.empty());
+    for (const Failure& f : r.failures) {
+      std::printf("%s\n  piece: %s\n  value: %s\n", f.shrunk.c.str().c_str(), f.piece.c_str(), f.value.c_str());
+      if (f.shrunk.c.cut.kind == CutKind::decode) {
+        EXPECT_THAT(f.piece, ::testing::StartsWith("layer 1 (decode_layer"));
+      }
+      if (cuts_only) {  // the piece-level answer stands, and says why it goes no further
+        EXPECT_THAT(f.value, ::testing::StartsWith("not looked for: the backend does not run the piece"));
+      } else {
+        EXPECT_THAT(f.value, ::testing::StartsWith("%l1.exp_sum (layer 1: softmax over the cache rows): 'l1.exp_sum'"));
+      }
+    }
+    EXPECT_THAT(summary_table(r), HasSubstr("first failing value: "));
+    EXPECT_TRUE(report_json(r)["failures"][0].contains("value"));
+  }
+}
+
+TEST(OpSuite, CoversEveryOpAndFindsAPlantedOpBug) {
+  const std::vector<OpCase> cases = op_cases();
+  std::set<OpKind> kinds;
+  for (const OpCase& c : cases) kinds.insert(c.kind);
+  EXPECT_EQ(kinds.size(), all_op_kinds().size()) << "an op without a case";
+  const fs::path work = test::temp_dir("ops");
+  // The reference against itself: bitwise everywhere (collectives included).
+  ReferenceBackend reference;
+  OpReport same = conform_ops(reference, cases, {}, Tolerance::fixed_f32(), work);
+  EXPECT_EQ(same.count(OpVerdict::bitwise), int(cases.size())) << same.table();
+  EXPECT_TRUE(same.passed());
+  // maximum computed as minimum: every maximum case but the 0-size one fails, nothing else does.
+  EditedReference wrong([](Rewriter& r) {
+    for (ValueId v : r.find("result", OpKind::maximum)) r.set_kind(v, OpKind::minimum);
+  });
+  OpReport caught = conform_ops(wrong, cases, {"max*", "min*"}, Tolerance::fixed_f32(), work);
+  EXPECT_FALSE(caught.passed());
+  for (const OpResult& r : caught.results) {
+    if (r.name.starts_with("minimum") || r.name.find("[0") != std::string::npos) EXPECT_EQ(r.verdict, OpVerdict::bitwise) << r.name;
+    else EXPECT_EQ(r.verdict, OpVerdict::failed) << r.name;
+  }
+  // minimum's -0 results turned into +0 (x + 0): only a bitwise comparison sees it.
+  EditedReference unsigned_zero([](Rewriter& r) {
+    for (ValueId v : r.find("result", OpKind::minimum)) {
+      ValueId zero = r.insert_after(v, OpKind::constant, {}, {number(0)}, "zero", r.type(v));
+      r.replace_uses(v, r.insert_after(zero, OpKind::add, {v, zero}, {}, "plus_zero"));
+    }
+  });
+  OpReport zeros = conform_ops(unsigned_zero, cases, {"minimum(f32[15,15],f32[15,15]) special pairs"}, Tolerance::fixed_f32(), work);
+  ASSERT_EQ(zeros.results.size(), 1u);
+  EXPECT_EQ(zeros.results[0].verdict, OpVerdict::close);
+  EXPECT_THAT(zeros.table(), HasSubstr("1 op cases: 0 bitwise, 1 within tolerance"));
 }
 
 TEST(Conform, CasesRoundTripThroughJson) {

@@ -8,6 +8,7 @@
 #include "author/author.h"
 #include "conform/backend_runner.h"
 #include "conform/campaign.h"
+#include "conform/op_suite.h"
 #include "conform/report.h"
 #include "core/error.h"
 #include "core/process.h"
@@ -109,6 +110,20 @@ TEST(Mlir, SplitsAreNotSupported) {
   ConformReport r = conform(backend, o);
   EXPECT_EQ(r.count(Verdict::unsupported), 3);
   EXPECT_THAT(r.results[0].failure, ::testing::HasSubstr("tp splits are not lowered"));
+}
+
+// Every op, dtype and edge case of the language, one op per program: bitwise in spec
+// precision (collectives are reported unsupported, never passed).
+TEST(Mlir, PassesTheOpSuiteBitwiseInSpecPrecision) {
+  REQUIRE_TOOLCHAIN();
+  CommandBackend backend(mlir_backend + " run --precision spec", 300);
+  const std::vector<OpCase> cases = op_cases();
+  OpReport r = conform_ops(backend, cases, {}, Tolerance::fixed_f32(), test::temp_dir("mlir-ops"));
+  int collectives = 0;
+  for (const OpCase& c : cases) collectives += c.kind == OpKind::all_reduce || c.kind == OpKind::all_gather;
+  EXPECT_EQ(r.count(OpVerdict::unsupported), collectives) << r.table();
+  EXPECT_EQ(r.count(OpVerdict::bitwise), int(cases.size()) - collectives) << r.table();
+  EXPECT_TRUE(r.passed());
 }
 
 TEST(Mlir, CollectivesHaveNoExportAndSaySo) {

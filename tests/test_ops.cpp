@@ -1,5 +1,6 @@
 // Each op of the language against values worked out by hand.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
@@ -75,6 +76,58 @@ TEST(Ops, UnaryFunctionsAreRoundedDoubleResults) {
   EXPECT_EQ(floats(run_op(OpKind::sqrt, {p})), (V{2, 0.5f, float(std::sqrt(2.0))}));
   EXPECT_EQ(floats(run_op(OpKind::rsqrt, {p})), (V{0.5f, 2, float(1 / std::sqrt(2.0))}));
   EXPECT_EQ(floats(run_op(OpKind::log, {p})), (V{float(std::log(4.0)), float(std::log(0.25)), float(std::log(2.0))}));
+}
+
+// The nearest bf16 to a finite x, found by comparing the two bf16 neighbours in double.
+float nearest_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  uint32_t down_bits = bits & 0xffff0000u, up_bits = down_bits + 0x10000u;  // toward zero, and one bf16 step out
+  float down, up;
+  std::memcpy(&down, &down_bits, 4);
+  std::memcpy(&up, &up_bits, 4);
+  // One step past the largest bf16 is 2^128: IEEE rounds to infinity from half-way there.
+  const double up_value = (up_bits & 0x7fffffffu) == 0x7f800000u ? std::copysign(0x1p128, x) : double(up);
+  const double to_down = std::abs(double(x) - double(down)), to_up = std::abs(up_value - double(x));
+  if (to_down != to_up) return to_down < to_up ? down : up;
+  return (down_bits & 0x10000u) == 0 ? down : up;  // a tie goes to the even one
+}
+
+TEST(Ops, ReducePrecisionRoundsToNearestEvenAndClampsTheExponent) {
+  auto rp = [](V x, int64_t e, int64_t m) {
+    return floats(run_op(OpKind::reduce_precision, {Tensor::of_f32({int64_t(x.size())}, x)}, {integer(e), integer(m)}));
+  };
+  const float one = 1, tie_even = 1 + 0x1p-8f, tie_odd = 1 + 3 * 0x1p-8f, past_tie = 1 + 0x1p-8f + 0x1p-20f;
+  const float big = std::numeric_limits<float>::max(), tiny = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(rp({one, tie_even, tie_odd, past_tie, -tie_odd}, 8, 7), (V{1, 1, 1 + 0x1p-6f, 1 + 0x1p-7f, -(1 + 0x1p-6f)}));
+  V edge = rp({big, -big, INFINITY, -0.0f, tiny, NAN}, 8, 7);  // bf16 has f32's exponent range and subnormals
+  EXPECT_EQ(edge[0], INFINITY);
+  EXPECT_EQ(edge[1], -INFINITY);
+  EXPECT_EQ(edge[2], INFINITY);
+  EXPECT_TRUE(std::signbit(edge[3]) && edge[3] == 0);
+  EXPECT_EQ(edge[4], 0.0f);  // 2^-149 is under half of bf16's smallest subnormal, 2^-133
+  EXPECT_TRUE(std::isnan(edge[5]));
+  // fp16's widths: 65520 is a tie above 65504 that rounds to even, 65536, past the largest
+  // exponent; 1e-5 is under the smallest normal, 2^-14, and goes to a zero of its sign.
+  V half = rp({65504, 65520, 1e-5f, -1e-5f, 0x1p-14f, 3.14159f}, 5, 10);
+  EXPECT_EQ(half[0], 65504);
+  EXPECT_EQ(half[1], INFINITY);
+  EXPECT_EQ(half[2], 0.0f);
+  EXPECT_TRUE(std::signbit(half[3]) && half[3] == 0);
+  EXPECT_EQ(half[4], 0x1p-14f);
+  EXPECT_EQ(half[5], 3.140625f);  // 3.14159 in 10 mantissa bits: 3 + 144/1024
+  // f32's own widths, and wider, change nothing.
+  V any = {1.1f, -3e38f, tiny, 1e-40f};
+  EXPECT_EQ(rp(any, 8, 23), any);
+  EXPECT_EQ(rp(any, 11, 52), any);
+  // bf16 against the neighbour comparison, over many magnitudes.
+  V xs;
+  for (int i = -140; i < 128; ++i)
+    for (float f : {1.0f, 1.00390625f, 1.3333334f, 1.9960938f, 1.99999988f}) xs.push_back(std::ldexp(f, i));
+  V got = rp(xs, 8, 7);
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(got[i], nearest_bf16(xs[i])) << xs[i];
+  EXPECT_THROW(run_op(OpKind::reduce_precision, {Tensor::of_f32({1}, {1})}, {integer(0), integer(7)}), VerifyError);
+  EXPECT_THROW(run_op(OpKind::reduce_precision, {Tensor::of_i32({1}, {1})}, {integer(8), integer(7)}), VerifyError);
 }
 
 TEST(Ops, CompareFollowsIeeeIncludingNan) {

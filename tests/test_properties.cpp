@@ -45,12 +45,13 @@ INSTANTIATE_TEST_SUITE_P(Properties, Catalog, ::testing::ValuesIn(catalog_names(
 
 // --- planting bugs --------------------------------------------------------------------
 
-// The reference with `fault` authored into the cuts `where` picks.
-Subject with_fault(Fault fault, std::function<bool(const Cut&)> where) {
+// The reference with the fault `name` written into the cuts `where` picks.
+Subject planted(const std::string& name, std::function<bool(const Cut&)> where) {
   Subject s = Subject::reference();
-  s.runner = [fault, where](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
+  const Fault& fault = find_fault(name);
+  s.runner = [&fault, where](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
     return std::make_unique<RoutedRunner>(where, std::make_unique<ReferenceRunner>(spec, weights),
-                                          std::make_unique<ReferenceRunner>(spec, weights, AuthorOptions{fault}));
+                                          std::make_unique<ReferenceRunner>(spec, weights, with_fault(fault)));
   };
   return s;
 }
@@ -92,10 +93,10 @@ void expect_caught(const std::string& property, const Subject& planted) {
 }
 
 TEST(Planted, CompositionCatchesFaultyPieces) {
-  expect_caught("composition.decode", with_fault(Fault::rope_position_off_by_one, is_piece));
-  expect_caught("composition.batch", with_fault(Fault::kv_write_wrong_row, is_piece));
-  expect_caught("composition.prefill", with_fault(Fault::causal_mask_off_by_one, is_piece));
-  expect_caught("composition.forward", with_fault(Fault::swiglu_gate_up_swapped, is_piece));
+  expect_caught("composition.decode", planted("rope-position-off-by-one", is_piece));
+  expect_caught("composition.batch", planted("kv-write-wrong-row", is_piece));
+  expect_caught("composition.prefill", planted("causal-mask-off-by-one", is_piece));
+  expect_caught("composition.forward", planted("swiglu-gate-up-swapped", is_piece));
 }
 
 TEST(Planted, CompositionCatchesADroppedLayer) {
@@ -111,14 +112,14 @@ TEST(Planted, CompositionCatchesADroppedLayer) {
 
 TEST(Planted, OracleCatchesWrongRotaryGqaAndEpsilon) {
   auto everywhere = [](const Cut&) { return true; };
-  expect_caught("oracle", with_fault(Fault::rope_style_swapped, everywhere));
-  expect_caught("oracle", with_fault(Fault::gqa_mapping_wrong, everywhere));
-  expect_caught("oracle", with_fault(Fault::norm_eps_wrong, everywhere));
-  expect_caught("oracle", with_fault(Fault::rope_position_off_by_one, everywhere));
+  expect_caught("oracle", planted("rope-style-swapped", everywhere));
+  expect_caught("oracle", planted("gqa-mapping-wrong", everywhere));
+  expect_caught("oracle", planted("norm-eps-wrong", everywhere));
+  expect_caught("oracle", planted("rope-position-off-by-one", everywhere));
 }
 
 TEST(Planted, BatchInvarianceCatchesMixedRowsAndSwappedCacheRows) {
-  expect_caught("batch_invariance", with_fault(Fault::batch_rows_mixed, [](const Cut& c) { return is_kind(c, CutKind::batch); }));
+  expect_caught("batch_invariance", planted("batch-rows-mixed", [](const Cut& c) { return is_kind(c, CutKind::batch); }));
   // A backend that writes row 0's cache where row 1's belongs, and the reverse.
   expect_caught("batch_invariance", with_edit([](const Cut& cut, TensorMap& out) {
                   if (cut.kind != CutKind::batch || cut.rows < 2) return;
@@ -134,19 +135,19 @@ TEST(Planted, BatchInvarianceCatchesMixedRowsAndSwappedCacheRows) {
 }
 
 TEST(Planted, ChunkingCatchesPrefillBugs) {
-  expect_caught("chunking", with_fault(Fault::prefill_head_first_row, [](const Cut& c) { return c.rows > 1; }));
-  expect_caught("chunking", with_fault(Fault::causal_mask_off_by_one, [](const Cut& c) { return is_kind(c, CutKind::prefill); }));
+  expect_caught("chunking", planted("prefill-head-first-row", [](const Cut& c) { return c.rows > 1; }));
+  expect_caught("chunking", planted("causal-mask-off-by-one", [](const Cut& c) { return is_kind(c, CutKind::prefill); }));
 }
 
 TEST(Planted, ForwardIsDecodeCatchesAWrongNormEpsilon) {
   // (Shifting Forward's rotary position would not do: a lone token's score with itself
   // depends only on the relative position, which stays 0.)
   expect_caught("forward_is_decode_at_0",
-                with_fault(Fault::norm_eps_wrong, [](const Cut& c) { return is_kind(c, CutKind::forward); }));
+                planted("norm-eps-wrong", [](const Cut& c) { return is_kind(c, CutKind::forward); }));
 }
 
 TEST(Planted, DontCareRowsCatchesAMaskThatReadsOneRowTooFar) {
-  expect_caught("dont_care_rows", with_fault(Fault::causal_mask_off_by_one, [](const Cut&) { return true; }));
+  expect_caught("dont_care_rows", planted("causal-mask-off-by-one", [](const Cut&) { return true; }));
 }
 
 TEST(Planted, DeterminismCatchesStateLeakingBetweenRuns) {
@@ -250,7 +251,7 @@ Subject with_split(std::function<std::unique_ptr<CutRunner>(const ModelSpec&, co
 
 TEST(Planted, SplitCatchesAMissingAllReduce) {
   expect_caught("tp.split_equals_unsplit", with_split([](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
-                  return std::make_unique<SplitRunner>(spec, w, tp, AuthorOptions{Fault::all_reduce_dropped});
+                  return std::make_unique<SplitRunner>(spec, w, tp, with_fault(find_fault("all-reduce-dropped")));
                 }));
 }
 
@@ -308,7 +309,7 @@ TEST(Planted, SplitRefusalsCatchSplittingTooMuch) {
 }
 
 TEST(Planted, CounterexamplesShrinkAndSayHowToReproduce) {
-  CheckResult r = check(find_property("composition.decode"), with_fault(Fault::rope_position_off_by_one, is_piece),
+  CheckResult r = check(find_property("composition.decode"), planted("rope-position-off-by-one", is_piece),
                         {planted_cases, 1});
   ASSERT_FALSE(r.passed);
   EXPECT_THAT(r.counterexample, ::testing::HasSubstr("cut decode{ctx="));
@@ -318,7 +319,7 @@ TEST(Planted, CounterexamplesShrinkAndSayHowToReproduce) {
   std::printf("shrunk: %s", r.counterexample.c_str());
   // The reproduce string replays exactly that case.
   CheckOptions replay{planted_cases, 1, true, r.reproduce};
-  CheckResult again = check(find_property("composition.decode"), with_fault(Fault::rope_position_off_by_one, is_piece), replay);
+  CheckResult again = check(find_property("composition.decode"), planted("rope-position-off-by-one", is_piece), replay);
   EXPECT_FALSE(again.passed);
   EXPECT_EQ(again.counterexample, r.counterexample);
 }

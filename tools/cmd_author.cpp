@@ -25,20 +25,16 @@ void add_author(CLI::App& app) {
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     Cut cut = Cut::parse(args->cut, "--cut");
+    // A relative --dir is kept relative (to each program folder); an absolute one, absolute.
+    write_cut_folder(cut, spec, args->tp, args->dir, args->out, !fs::path(args->dir).is_absolute());
     if (args->tp == 1) {
-      Authored a = write(cut, spec, path_from(args->out, args->dir));
-      publish_program(args->out, {ProgramFolder{a.program, a.manifest, a.text}}, false);
-      fmt::print("wrote {}/program.txt ({} ops) and {}/manifest.json ({} weights)\n", args->out, a.program.ops.size(),
-                 args->out, a.manifest.weights.size());
+      const ProgramFolder written = ProgramFolder::read(args->out);
+      fmt::print("wrote {}/program.txt ({} ops) and {}/manifest.json ({} weights)\n", args->out,
+                 written.program.ops.size(), args->out, written.manifest.weights.size());
       return;
     }
-    fs::path out(args->out);
-    std::vector<Authored> chips = write_split(cut, spec, path_from(out / "chip0", args->dir), args->tp);
-    std::vector<ProgramFolder> folders;
-    for (const Authored& chip : chips) folders.push_back(ProgramFolder{chip.program, chip.manifest, chip.text});
-    publish_program(out, folders, true);
-    fmt::print("wrote {} chip programs to {}/chip0 .. chip{} (their weights: {}/{})\n", chips.size(), args->out,
-               chips.size() - 1, args->dir, shard_file(args->tp, 0).substr(0, shard_file(args->tp, 0).find('/')));
+    fmt::print("wrote {} chip programs to {}/chip0 .. chip{} (their weights: {}/{})\n", args->tp, args->out, args->tp - 1,
+               args->dir, shard_file(args->tp, 0).substr(0, shard_file(args->tp, 0).find('/')));
   });
 }
 

@@ -2,10 +2,11 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include "conform/op_suite.h"
 #include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "harness/faults.h"
+#include "core/temp_folder.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -43,7 +44,8 @@ void add_conform(CLI::App& app) {
     double timeout = 60;
     std::optional<double> shrink_time;
     std::optional<double> atol, rtol, nmse;
-    bool no_shrink = false;
+    bool no_shrink = false, ops = false;
+    std::vector<std::string> ops_filter;
     std::vector<std::string> fix;
     ShapeSpace shapes = ShapeSpace::campaign();
   };
@@ -88,6 +90,9 @@ void add_conform(CLI::App& app) {
   cmd->add_option("--keep", a->keep, "folder for the reproducers of failures")->capture_default_str();
   cmd->add_flag("--no-shrink", a->no_shrink, "report failures as found, unshrunk");
   cmd->add_option("--replay", a->replay, "re-run the case kept in a reproducer folder, and nothing else");
+  cmd->add_flag("--ops", a->ops,
+                "instead of cuts, one-op programs over every op, dtype and edge shape (docs/conformance.md, Per-op suite)");
+  cmd->add_option("--ops-filter", a->ops_filter, "with --ops: only the cases whose name matches a glob ('max*'); repeatable");
   cmd->callback([a] {
     if (a->cases < 1) throw Error("--cases must be at least 1");
     ConformOptions o;
@@ -125,6 +130,18 @@ void add_conform(CLI::App& app) {
     CommandBackend backend(a->backend, a->timeout);
     InterruptScope interrupts;  // SIGINT, SIGTERM: stop the backend, report what finished, exit 128 + signal
 
+    if (!a->ops_filter.empty() && !a->ops) throw Error("--ops-filter chooses op cases: it needs --ops");
+    if (a->ops) {
+      if (!a->replay.empty()) throw Error("--ops and --replay do not go together");
+      TempFolder work("ops");
+      OpReport report = conform_ops(backend, op_cases(a->seed), a->ops_filter, o.tolerance, work.path());
+      fmt::print("{}", report.table());
+      if (!a->json.empty())
+        write_file_atomic(a->json, report.json().dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+      if (report.results.empty()) throw Error("--ops-filter matches no op case");
+      if (!report.passed()) throw CheckFailed("op conformance failed");
+      return;
+    }
     if (!a->replay.empty()) {
       CaseResult r = replay(backend, a->replay, o);
       fmt::print("{}: {}\n{}\n", verdict_name(r.verdict), r.c.str(), r.failure);

@@ -55,7 +55,7 @@ void add_generate(CLI::App& app) {
     } else if (args->tp == 1) {
       RunOptions run;
       run.threads = args->threads;
-      runner = std::make_unique<ReferenceRunner>(spec, std::move(weights), AuthorOptions{}, run);
+      runner = std::make_unique<ReferenceRunner>(spec, std::move(weights), ProgramEdit{}, run);
     } else {
       if (options.via == Via::automatic) options.via = Via::decode;
       if (options.via != Via::decode && options.via != Via::batch)

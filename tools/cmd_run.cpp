@@ -19,10 +19,12 @@ void add_run(CLI::App& app) {
   cmd->add_option("--inputs", args->inputs, "a safetensors file of the program's inputs")->required();
   cmd->add_option("--outputs", args->outputs, "the safetensors file to write the outputs to")->required();
   std::string faults;
-  for (const FaultSpec& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
-  cmd->add_option("--fault", args->fault, "misbehave as a buggy backend would, to test a harness:" + faults);
+  for (const Fault& f : fault_catalog()) faults += "\n  " + f.name + ": " + f.description;
+  cmd->add_option("--fault", args->fault,
+                  "misbehave as a buggy backend would, to test a harness (a rewrite of the program, docs/faults.md):" + faults);
   std::string names;
-  for (const Variant& v : variants()) names += "\n  " + v.name + " (correct under " + std::string(precision_info(v.precision).name) + "): " + v.description;
+  for (const Variant& v : variants())
+    names += "\n  " + v.name + " (correct under " + std::string(precision_info(v.precision).name) + "): " + v.description;
   cmd->add_option("--variant", args->variant, "compute as a legitimate variant does (other sums, other precisions):" + names)
       ->excludes("--fault");
   cmd->add_option("--threads", args->threads, "threads for large contractions (the same bits whatever the count)")
@@ -31,7 +33,7 @@ void add_run(CLI::App& app) {
     RunOptions options = args->variant.empty() ? RunOptions{} : find_variant(args->variant).run;
     options.threads = args->threads;
     FolderRun program = args->fault.empty() ? FolderRun::open(args->folder, options)
-                                            : FolderRun::open_with_fault(args->folder, find_fault_spec(args->fault));
+                                            : FolderRun::open_with_fault(args->folder, find_fault(args->fault), options);
     write_safetensors(args->outputs, program.run(read_safetensors(args->inputs).tensors));
   });
 }

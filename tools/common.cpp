@@ -64,12 +64,6 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
   return out;
 }
 
-std::string path_from(const fs::path& from, const std::string& target) {
-  fs::path t(target);
-  if (t.is_absolute()) return target;
-  return fs::absolute(t).lexically_normal().lexically_relative(fs::absolute(from).lexically_normal()).string();
-}
-
 Tolerance tolerance_option(const std::string& tolerance, const std::string& precision) {
   if (tolerance == "f32" || tolerance == "bf16")
     throw Error(fmt::format("--tolerance {0}: the fixed presets are now fixed-f32 and fixed-bf16; the default is "

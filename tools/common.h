@@ -19,8 +19,6 @@ ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir);
 // "1,2,3" -> {1, 2, 3}; throws Error on anything else.
 std::vector<int32_t> parse_token_list(const std::string& text);
 
-// How `target` reads from inside `from`: relative when both are, absolute otherwise.
-std::string path_from(const fs::path& from, const std::string& target);
 
 // --tolerance and --precision: "bound" with a precision, or a fixed preset. The old
 // names f32 and bf16 are refused with the new ones named.

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_import_llama2c(app);
   cutcheck::cli::add_check(app);
   cutcheck::cli::add_conform(app);
+  cutcheck::cli::add_mutate(app);
   cutcheck::cli::add_export_mlir(app);
   cutcheck::cli::add_export_onnx(app);
   cutcheck::cli::add_tolerance_report(app);

@@ -1,0 +1,66 @@
+#include "faults/catalog.h"
+
+#include "core/named.h"
+#include "faults/rewrites.h"
+#include "model/sharding.h"
+
+namespace cutcheck {
+namespace {
+
+using C = CutKind;
+namespace rw = fault_rewrites;
+
+// Where each part of the model is authored.
+const std::vector<CutKind> with_layers = {C::decode, C::prefill, C::batch, C::forward,
+                                          C::forward_layer, C::decode_layer, C::batch_layer, C::prefill_layer};
+const std::vector<CutKind> with_cache = {C::decode, C::prefill, C::batch, C::decode_layer, C::batch_layer, C::prefill_layer};
+const std::vector<CutKind> with_norm = {C::decode, C::prefill, C::batch, C::forward, C::forward_layer, C::forward_head,
+                                        C::decode_layer, C::decode_head, C::batch_layer, C::batch_head,
+                                        C::prefill_layer, C::prefill_head};
+
+}  // namespace
+
+const std::vector<Fault>& fault_catalog() {
+  static const std::vector<Fault> catalog = {
+      {"rope-position-off-by-one", "rotary embedding uses pos + 1", false, with_layers, false, rw::rope_position_off_by_one},
+      {"rope-style-swapped", "rotary pairs of the other style (interleaved <-> half)", false, with_layers, false,
+       rw::rope_style_swapped},
+      {"causal-mask-off-by-one", "attends to one position past its own", false, with_layers, false, rw::causal_mask_off_by_one},
+      {"kv-write-wrong-row", "writes the new k, v at row pos + 1 of the cache", false, with_cache, false, rw::kv_write_wrong_row},
+      {"gqa-mapping-wrong", "query head h reads kv head h % kv_heads, not h / group", false, with_layers, false,
+       rw::gqa_mapping_wrong},
+      {"softmax-without-max", "softmax without subtracting the maximum", false, with_layers, false, rw::softmax_without_max},
+      {"norm-eps-wrong", "RMSNorm epsilon 1e-6 instead of the spec's (1e-5 if it is 1e-6)", false, with_norm, false,
+       rw::norm_eps_wrong},
+      {"swiglu-gate-up-swapped", "silu applied to the up projection, not the gate", false, with_layers, false,
+       rw::swiglu_gate_up_swapped},
+      {"prefill-head-first-row", "prefill head reads the first row, not the last", false, {C::prefill, C::prefill_head},
+       false, rw::prefill_head_first_row},
+      {"batch-rows-mixed", "batch row r attends over the cache of row r + 1", false, {C::batch, C::batch_layer}, false,
+       rw::batch_rows_mixed},
+      {"all-reduce-dropped", "tp split skips the all_reduce after attention's output", false, splitting_kinds(), true,
+       rw::all_reduce_dropped},
+      {"softmax-tail-tile", "attention ignores cache rows from 16 on (a dropped tail tile)", false, with_layers, false,
+       rw::softmax_tail_tile},
+      {"rows-past-eight", "rows from the ninth on embed the tokens of rows 0, 1, ... again", false,
+       {C::prefill, C::batch, C::batch_embed}, false, rw::rows_past_eight},
+      {"bf16-activations", "every f32 result rounded to bf16 (reduce_precision after every f32 op)", true,
+       all_cut_kinds(), false, rw::bf16_activations},
+  };
+  return catalog;
+}
+
+const Fault& find_fault(const std::string& name) { return find_named(fault_catalog(), name, "fault"); }
+
+Program Fault::apply(const Program& program) const {
+  Rewriter r(program);
+  rewrite(r);
+  return r.finish();
+}
+
+bool Fault::acts_on(const Cut& cut, int64_t tp) const {
+  if (split_only && tp < 2) return false;
+  return std::find(kinds.begin(), kinds.end(), cut.kind) != kinds.end();
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,188 @@
+#include "faults/rewrites.h"
+
+#include <fmt/format.h>
+
+#include "program/activations.h"
+
+namespace cutcheck::fault_rewrites {
+namespace {
+
+using K = OpKind;
+
+// "l3." for "l3.row_pos": the layer's prefix, which its other values share.
+std::string layer_of(const std::string& name) { return name.substr(0, name.find('.') + 1); }
+
+// x + k, computed just before the op that defines `before`.
+ValueId plus(Rewriter& r, ValueId before, ValueId x, double k, const std::string& name) {
+  ValueId c = r.constant_before(before, k, r.type(x), name + ".by");
+  return r.insert_before(before, K::add, {x, c}, {}, name);
+}
+
+// A rotation's head vectors [R, N, E] with the pairs of one rope style laid out as the
+// other's, inserted after `x`: interleave takes (i, i + E/2) to (2i, 2i + 1), and
+// deinterleave the reverse.
+ValueId reorder_pairs(Rewriter& r, ValueId x, bool interleave, const std::string& name) {
+  const Shape s = r.type(x).shape;
+  const int64_t R = s[0], N = s[1], E = s[2];
+  const Shape split = interleave ? Shape{R, N, 2, E / 2} : Shape{R, N, E / 2, 2};
+  ValueId a = r.insert_after(x, K::reshape, {x}, {}, name + ".split", TensorType{DType::f32, split});
+  ValueId b = r.insert_after(a, K::transpose, {a}, {ints({0, 1, 3, 2})}, name + ".swap");
+  return r.insert_after(b, K::reshape, {b}, {}, name, TensorType{DType::f32, s});
+}
+
+// Every layer's mask limit (the positions row_pos broadcasts, and last_pos reduces)
+// replaced by `change(limit)`, computed before the mask.
+template <class Change>
+void change_mask_limit(Rewriter& r, Change change) {
+  for (ValueId row_pos : r.require("l*.row_pos", K::broadcast_in_dim)) {
+    const std::string l = layer_of(r.name(row_pos));
+    ValueId limit = change(row_pos, r.operand(row_pos, 0), l);
+    r.set_operand(row_pos, 0, limit);
+    for (ValueId last : r.find(l + "last_pos", K::reduce)) r.set_operand(last, 0, limit);
+  }
+}
+
+}  // namespace
+
+void rope_position_off_by_one(Rewriter& r) {
+  for (ValueId pos : r.require("rope.pos", K::convert)) r.set_operand(pos, 0, plus(r, pos, r.operand(pos, 0), 1, "fault.pos"));
+}
+
+void rope_style_swapped(Rewriter& r) {
+  // Rotating with style B is rotating with style A between a reorder of the pairs and its
+  // inverse; which style the program has shows in its names.
+  const bool interleaved = !r.find("l*.q.pairs").empty();
+  if (!interleaved && r.find("l*.q.lo").empty())
+    throw AnchorMissing(fmt::format("{}: no value matches %l*.q.pairs (interleaved rotation) or %l*.q.lo (half)",
+                                    r.program().label));
+  for (ValueId heads : r.require("l*_heads")) {  // l*.q_heads and l*.k_heads, the rotations' inputs
+    const std::string& n = r.name(heads);
+    const std::string base = n.substr(0, n.size() - 6);  // l0.q
+    ValueId rotated = r.value(base);
+    ValueId in = reorder_pairs(r, heads, interleaved, base + ".fault_in");
+    r.replace_uses(heads, in);
+    ValueId out = reorder_pairs(r, rotated, !interleaved, base + ".fault_out");
+    r.replace_uses(rotated, out);
+  }
+}
+
+void causal_mask_off_by_one(Rewriter& r) {
+  change_mask_limit(r, [&](ValueId at, ValueId limit, const std::string& l) { return plus(r, at, limit, 1, l + "fault.limit"); });
+}
+
+void softmax_tail_tile(Rewriter& r) {
+  change_mask_limit(r, [&](ValueId at, ValueId limit, const std::string& l) {
+    ValueId end = r.constant_before(at, 15, r.type(limit), l + "fault.tile_end");
+    return r.insert_before(at, K::minimum, {limit, end}, {}, l + "fault.limit");
+  });
+}
+
+void kv_write_wrong_row(Rewriter& r) {
+  std::vector<ValueId> shared = r.find("l*.k_cache", K::dynamic_update_slice), per_row = r.find("l*.slot_pos");
+  if (shared.empty() && per_row.empty())
+    throw AnchorMissing(fmt::format("{}: no value matches %l*.k_cache (a dynamic_update_slice) or %l*.slot_pos",
+                                    r.program().label));
+  for (ValueId k : shared) {  // one cache shared by the rows: the update's start row
+    const std::string l = layer_of(r.name(k));
+    ValueId at = plus(r, k, r.operand(k, 2), 1, l + "fault.at");
+    r.set_operand(k, 2, at);
+    r.set_operand(r.value(l + "v_cache"), 2, at);
+  }
+  for (ValueId slot : per_row)  // a cache per row: the row each one selects
+    r.set_operand(slot, 0, plus(r, slot, r.operand(slot, 0), 1, layer_of(r.name(slot)) + "fault.at"));
+}
+
+void gqa_mapping_wrong(Rewriter& r) {
+  // Query head h = g * KV + kv instead of kv * G + g: q regrouped [R, G, KV, E] and
+  // transposed, and the mixed values transposed back before the output projection.
+  for (ValueId groups : r.require("l*.q_groups", K::reshape)) {
+    const std::string l = layer_of(r.name(groups));
+    const Shape s = r.type(groups).shape;  // [R, KV, G, E]
+    ValueId gk = r.insert_after(groups, K::reshape, {r.operand(groups, 0)}, {}, l + "fault.q_gk",
+                                TensorType{DType::f32, {s[0], s[2], s[1], s[3]}});
+    ValueId swapped = r.insert_after(gk, K::transpose, {gk}, {ints({0, 2, 1, 3})}, l + "fault.q_groups");
+    r.replace_uses(groups, swapped);
+    ValueId mixed = r.value(l + "mixed");
+    ValueId back = r.insert_after(mixed, K::transpose, {mixed}, {ints({0, 2, 1, 3})}, l + "fault.mixed_gk");
+    r.set_operand(r.value(l + "attn_flat"), 0, back);
+  }
+}
+
+void softmax_without_max(Rewriter& r) {
+  for (ValueId shifted : r.require("l*.shifted", K::subtract)) r.bypass(shifted);
+}
+
+void norm_eps_wrong(Rewriter& r) {
+  for (ValueId eps : r.require("*norm.eps", K::constant)) {
+    const bool is_1e6 = float(r.op(eps).number("value")) == 1e-6f;
+    r.set_attr(eps, "value", number(double(is_1e6 ? 1e-5f : 1e-6f)));
+  }
+}
+
+void swiglu_gate_up_swapped(Rewriter& r) {
+  // silu(w3 x) * w1 x: the two projections read each other's weight.
+  for (ValueId gate : r.require("l*.gate", K::dot_general)) {
+    ValueId up = r.value(layer_of(r.name(gate)) + "up");
+    ValueId w1 = r.operand(gate, 1), w3 = r.operand(up, 1);
+    r.set_operand(gate, 1, w3);
+    r.set_operand(up, 1, w1);
+  }
+}
+
+void prefill_head_first_row(Rewriter& r) {
+  for (ValueId last : r.require("x.last", K::slice)) {
+    std::vector<int64_t> start = r.op(last).ints("start_indices"), limit = r.op(last).ints("limit_indices");
+    limit[0] -= start[0];
+    start[0] = 0;
+    r.set_attrs(last, {{"start_indices", ints(start)}, {"limit_indices", ints(limit)}});
+  }
+}
+
+void batch_rows_mixed(Rewriter& r) {
+  // Row r reads the cache of row r + 1 (the last row, row 0's): the updated caches
+  // rotated by one row where attention reads them; the outputs keep them as they are.
+  for (ValueId k : r.require("l*.k_cache", K::select)) {
+    const std::string l = layer_of(r.name(k));
+    for (ValueId cache : {k, r.value(l + "v_cache")}) {
+      const Shape s = r.type(cache).shape;  // [R, C, KV, E]
+      if (s[0] < 2) continue;
+      const std::string n = r.name(cache) + ".fault";
+      ValueId rest = r.insert_after(cache, K::slice, {cache}, {ints({1, 0, 0, 0}), ints(s), ints({1, 1, 1, 1})}, n + "_rest");
+      ValueId first = r.insert_after(rest, K::slice, {cache}, {ints({0, 0, 0, 0}), ints({1, s[1], s[2], s[3]}), ints({1, 1, 1, 1})},
+                                     n + "_first");
+      ValueId rotated = r.insert_after(first, K::concatenate, {rest, first}, {integer(0)}, n);
+      r.replace_uses(cache, rotated, false);
+    }
+  }
+}
+
+void all_reduce_dropped(Rewriter& r) {
+  for (ValueId sum : r.require("l*.attn_sum", K::all_reduce)) r.bypass(sum);
+}
+
+void rows_past_eight(Rewriter& r) {
+  // Rows from the ninth on embed the tokens of rows 0, 1, ... again.
+  for (ValueId x : r.require("x", K::gather)) {
+    ValueId tokens = r.operand(x, 1);
+    const Shape s = r.type(tokens).shape;
+    if (s.size() != 1 || s[0] <= 8) continue;
+    ValueId block = r.insert_before(x, K::slice, {tokens}, {ints({0}), ints({8}), ints({1})}, "fault.first_block");
+    ValueId again = r.insert_before(x, K::slice, {tokens}, {ints({0}), ints({s[0] - 8}), ints({1})}, "fault.again");
+    r.set_operand(x, 1, r.insert_before(x, K::concatenate, {block, again}, {integer(0)}, "fault.tokens"));
+  }
+}
+
+void bf16_activations(Rewriter& r) {
+  // Every activation rounded to bf16 as it is computed, as a backend that keeps its
+  // activations in bf16 does; tables computed from positions and constants (rotary
+  // angles) stay f32, as in every bf16 engine (program/activations.h, docs/numerics.md).
+  const std::vector<bool> activation = activations(r.program());
+  std::vector<ValueId> results;
+  for (const Operation& op : r.program().ops)
+    if (activation[size_t(op.result)]) results.push_back(op.result);
+  if (results.empty()) throw AnchorMissing(fmt::format("{}: no op has an f32 result", r.program().label));
+  for (ValueId v : results)
+    r.replace_uses(v, r.insert_after(v, K::reduce_precision, {v}, {integer(8), integer(7)}, r.name(v) + ".bf16"));
+}
+
+}  // namespace cutcheck::fault_rewrites

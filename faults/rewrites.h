@@ -1,0 +1,24 @@
+// Each fault of the catalog as a rewrite, a few lines each (catalog.cpp names them).
+// They find their values by the author's names; docs/faults.md lists them.
+#pragma once
+
+#include "program/rewrite.h"
+
+namespace cutcheck::fault_rewrites {
+
+void rope_position_off_by_one(Rewriter& r);
+void rope_style_swapped(Rewriter& r);
+void causal_mask_off_by_one(Rewriter& r);
+void kv_write_wrong_row(Rewriter& r);
+void gqa_mapping_wrong(Rewriter& r);
+void softmax_without_max(Rewriter& r);
+void norm_eps_wrong(Rewriter& r);
+void swiglu_gate_up_swapped(Rewriter& r);
+void prefill_head_first_row(Rewriter& r);
+void batch_rows_mixed(Rewriter& r);
+void all_reduce_dropped(Rewriter& r);
+void softmax_tail_tile(Rewriter& r);
+void rows_past_eight(Rewriter& r);
+void bf16_activations(Rewriter& r);
+
+}  // namespace cutcheck::fault_rewrites
