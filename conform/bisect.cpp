@@ -87,12 +87,12 @@ std::string first_failing_value(Backend& backend, const Case& c, const Cut& piec
     const std::string name = probe_name(program.name(v));
     auto g = got.find(name);
     if (g == got.end()) return fmt::format("not looked for: the backend did not return '{}'", name);
-    Expected one{{{name, want.values.at(name)}}, {}};
-    if (tolerance.bounded()) one.bounds.emplace(name, want.bounds.at(name));
-    const Comparison cmp = compare(one, {{name, g->second}}, tolerance);
+    const std::string& value_name = program.name(v);  // messages name the value, not its probe
+    Expected one{{{value_name, want.values.at(name)}}, {}};
+    if (tolerance.bounded()) one.bounds.emplace(value_name, want.bounds.at(name));
+    const Comparison cmp = compare(one, {{value_name, g->second}}, tolerance);
     const std::string why = cmp.ok ? std::string() : cmp.failure;
     if (!why.empty()) {
-      const std::string& value_name = program.name(v);
       const std::string note = group_note(program, i);
       return fmt::format("%{}{}: {}", value_name, note.empty() ? "" : " (" + note + ")", why);
     }
