@@ -1,12 +1,9 @@
 #include "conform/backend.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <atomic>
-
 #include "core/process.h"
 #include "core/safetensors.h"
+#include "core/temp_folder.h"
 #include "harness/folder.h"
 #include "harness/variants.h"
 
@@ -28,9 +25,8 @@ class CommandLowered : public Lowered {
       : command_(std::move(command)), folder_(std::move(folder)), timeout_(timeout) {}
 
   TensorMap run(const TensorMap& inputs) override {
-    static std::atomic<unsigned> counter{0};
-    fs::path scratch = folder_.parent_path() / fmt::format("run.{}.{}", ::getpid(), counter++);
-    fs::create_directories(scratch);
+    // mkdtemp: unique among runs of every worker and process sharing the folder.
+    const fs::path scratch = unique_folder(folder_.has_parent_path() ? folder_.parent_path() : ".", "run.");
     fs::path in = scratch / "inputs.safetensors", out = scratch / "outputs.safetensors";
     write_safetensors(in, inputs);
     std::string line = fmt::format("{} {} --inputs {} --outputs {}", command_, shell_quote(folder_.string()),
@@ -45,7 +41,8 @@ class CommandLowered : public Lowered {
       const std::string fault = r.timed_out ? "timed out"
                                 : r.signal  ? fmt::format("was killed by signal {}", r.signal)
                                             : fmt::format("exited with {}", r.exit_code);
-      throw BackendFailed(fmt::format("the backend {}", r.describe()), r.stderr_tail, fault);
+      throw BackendFailed(fmt::format("the backend {}", r.describe()), r.stderr_tail, fault,
+                          r.timed_out ? "timeout" : r.signal ? "crash" : "exit");
     }
     try {
       TensorMap outputs;

@@ -22,6 +22,9 @@ class Lowered {
   virtual TensorMap run(const TensorMap& inputs) = 0;
 };
 
+// With `conform --jobs N` (ConformOptions::jobs) lower() and run() are called from N
+// threads at once, on different folders: an in-process backend that cannot take that runs
+// with jobs = 1.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -78,10 +81,11 @@ class CommandBackend : public Backend {
 // unreadable outputs. Carries the tail of what the backend printed.
 class BackendFailed : public Error {
  public:
-  BackendFailed(const std::string& what, std::string stderr_tail, std::string fault = {})
-      : Error(what), stderr_tail(std::move(stderr_tail)), fault(std::move(fault)) {}
+  BackendFailed(const std::string& what, std::string stderr_tail, std::string fault = {}, std::string type = "protocol")
+      : Error(what), stderr_tail(std::move(stderr_tail)), fault(std::move(fault)), type(std::move(type)) {}
   std::string stderr_tail;
   std::string fault;  // the process's own failure (exit code, signal, timeout); empty for bad outputs
+  std::string type;   // "timeout", "crash", "exit" or "protocol" (CaseResult::failure_type)
 };
 
 }  // namespace cutcheck

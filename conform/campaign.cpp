@@ -4,14 +4,19 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "conform/bisect.h"
 #include "conform/case_files.h"
+#include "conform/case_pool.h"
 #include "conform/case_generation.h"
 #include "conform/judge.h"
+#include "conform/report.h"
 #include "conform/reproducer.h"
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -19,7 +24,6 @@
 #include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"
-#include "properties/rc_engine.h"
 
 namespace cutcheck {
 
@@ -47,61 +51,149 @@ CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& o, co
   } catch (const std::exception& e) {  // writing the case failed: a cutcheck problem, reported as such
     r.verdict = Verdict::failed;
     r.failure = fmt::format("cutcheck could not prepare the case: {}", e.what());
+    r.failure_type = "cutcheck";
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
-
 namespace {
 
-// Runs cases, each at most once: RapidCheck evaluates a failing case again when it
-// reports it, and a case's result depends on nothing but the case. Failing evaluations
-// keep their folder (the reproducer is made from one of them).
-class Evaluator {
- public:
-  Evaluator(Backend& backend, const ConformOptions& o, fs::path root) : backend_(backend), o_(o), root_(std::move(root)) {}
+using Clock = std::chrono::steady_clock;
 
-  std::pair<CaseResult, fs::path> operator()(const Case& c) {
-    const std::string key = c.to_json().dump();
-    auto it = memo_.find(key);
-    if (it != memo_.end() && (it->second.first.verdict != Verdict::failed || fs::exists(it->second.second)))
-      return it->second;
-    ++runs_;
-    fs::path work = root_ / fmt::format("eval-{}", count_++);
-    CaseResult r = run_case(backend_, c, o_, work);
-    if (r.verdict != Verdict::failed) fs::remove_all(work);
-    return memo_[key] = {r, work};
-  }
+// Case i of the campaign, as RapidCheck's Shrinkable: its value is the case, its shrinks
+// smaller cases. A pure function of the seed and i (the same case run_property would draw
+// from that seed), so every shard and worker sees the same case list, and a failure is
+// shrunk from the case generated again. The campaign walks the shrinks itself, with the
+// public API, rather than through run_property (properties/rc_engine.h), because it runs
+// several candidates at once. RapidCheck is not thread-safe: only the thread that called
+// conform() calls this.
+rc::Shrinkable<Case> campaign_case(const rc::Gen<Case>& gen, const ConformOptions& o, int i) {
+  rc::Random random(mix64(o.seed, uint64_t(i)));
+  return rc::gen::exec([gen] { return *gen; })(random.split(), 0);  // gen sets its own size
+}
 
-  // Keeps the evaluation of `work` through clear(): a failure waiting to be shrunk.
-  void pin(const fs::path& work) { pinned_.insert(work); }
-
-  // Forgets the evaluations not pinned and removes their folders.
-  void clear() {
-    for (auto it = memo_.begin(); it != memo_.end();) {
-      if (pinned_.count(it->second.second)) {
-        ++it;
-        continue;
-      }
-      fs::remove_all(it->second.second);
-      it = memo_.erase(it);
-    }
-  }
-  int runs() const { return runs_; }
-
- private:
-  Backend& backend_;
-  const ConformOptions& o_;
-  fs::path root_;
-  int count_ = 0, runs_ = 0;
-  std::map<std::string, std::pair<CaseResult, fs::path>> memo_;
-  std::set<fs::path> pinned_;
+// A case's result and the folder it ran in (kept while it may become a reproducer).
+struct Evaluation {
+  CaseResult result;
+  fs::path work;
 };
 
-// When the first `limit` cases all failed, with the backend process failing the same way
-// each time, the reason to stop; otherwise empty. Shrinking such failures would only repeat
-// the fault (a missing command, a hang, a crash at start-up) once per cut kind.
+// Shrinks the failure of case `index` within the run and time budgets, in RapidCheck's
+// order: the first failing shrink of the smallest failing case so far is taken, until no
+// shrink fails. Up to `jobs` candidates run at once; runs are counted as if they ran one
+// at a time, and a candidate run ahead of the one taken is forgotten, so the shrunk case
+// and the count do not depend on jobs. A case is never run twice.
+class Shrinker {
+ public:
+  Shrinker(CasePool& pool, const rc::Gen<Case>& gen, const ConformOptions& o, fs::path root)
+      : pool_(pool), gen_(gen), o_(o), root_(std::move(root)) {}
+
+  struct Outcome {
+    Evaluation smallest;
+    int runs = 0;
+    bool out_of_time = false;
+  };
+
+  Outcome shrink(int index, const Evaluation& original, Clock::time_point deadline) {
+    std::map<std::string, Evaluation> seen;  // every case run, by its JSON
+    rc::Shrinkable<Case> best = campaign_case(gen_, o_, index);
+    seen[key(original.result.c)] = original;
+    Outcome out{original};
+    rc::Seq<rc::Shrinkable<Case>> shrinks = best.shrinks();
+    struct Candidate {
+      rc::Shrinkable<Case> shrinkable;
+      std::string key;
+      bool known;
+      std::optional<CasePool::Done> done = {};
+    };
+    while (true) {
+      throw_if_interrupted();
+      if (Clock::now() >= deadline) {
+        out.out_of_time = true;
+        break;
+      }
+      const int room = std::min(std::max(1, o_.jobs), o_.shrink_budget - out.runs);
+      if (room <= 0) break;
+      // The next candidates in order, as many needing a run as may run now; a known
+      // failure ends the batch (nothing after it would be looked at).
+      std::vector<Candidate> batch;
+      int to_run = 0;
+      bool last = false;
+      while (to_run < room) {
+        rc::Maybe<rc::Shrinkable<Case>> next = shrinks.next();
+        if (!next) {
+          last = true;
+          break;
+        }
+        const Case c = next->value();
+        auto it = seen.find(key(c));
+        // A case met earlier in this batch runs once, as it would one at a time.
+        const bool in_batch = std::any_of(batch.begin(), batch.end(), [&](const Candidate& b) { return b.key == key(c); });
+        batch.push_back({*next, key(c), it != seen.end() || in_batch});
+        if (!batch.back().known) {
+          pool_.submit(int(batch.size() - 1), c, root_ / fmt::format("shrink-{}", count_++));
+          ++to_run;
+        } else if (it != seen.end() && it->second.result.verdict == Verdict::failed) {
+          break;
+        }
+      }
+      if (to_run > 0 && o_.on_shrink) o_.on_shrink({index, out.runs, o_.shrink_budget, out.smallest.result.c});
+      for (int i = 0; i < to_run; ++i) {
+        CasePool::Done d = pool_.next();
+        if (d.interrupted) {  // the others stop as well; take them, then stop
+          while (pool_.pending() > 0) pool_.next();
+          throw Interrupted{d.interrupted};
+        }
+        batch[size_t(d.ticket)].done = std::move(d);
+      }
+      // Taken in order, as one run at a time would have taken them.
+      int taken = -1;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        Candidate& cand = batch[i];
+        if (!cand.known) {
+          ++out.runs;
+          seen[cand.key] = {cand.done->result, cand.done->work};
+        }
+        if (seen.at(cand.key).result.verdict == Verdict::failed) {
+          taken = int(i);
+          break;
+        }
+      }
+      for (size_t i = size_t(taken + 1); taken >= 0 && i < batch.size(); ++i)
+        if (!batch[i].known) fs::remove_all(batch[i].done->work);  // ran ahead: forgotten
+      if (taken >= 0) {
+        best = batch[size_t(taken)].shrinkable;
+        out.smallest = seen.at(batch[size_t(taken)].key);
+        shrinks = best.shrinks();
+      } else if (last) {
+        break;
+      }
+    }
+    for (auto& [k, e] : seen)
+      if (e.work != out.smallest.work && e.work != original.work) fs::remove_all(e.work);
+    return out;
+  }
+
+ private:
+  static std::string key(const Case& c) { return c.to_json().dump(); }
+
+  CasePool& pool_;
+  const rc::Gen<Case>& gen_;
+  const ConformOptions& o_;
+  fs::path root_;
+  int count_ = 0;
+};
+
+// Puts `r` into `results` in case order.
+void insert_in_order(std::vector<CaseResult>& results, CaseResult r) {
+  auto at = std::upper_bound(results.begin(), results.end(), r.index,
+                             [](int index, const CaseResult& e) { return index < e.index; });
+  results.insert(at, std::move(r));
+}
+
+}  // namespace
+
 std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend) {
   if (limit < 1 || results.size() != size_t(limit)) return "";
   for (const CaseResult& r : results)
@@ -117,105 +209,110 @@ std::string same_fault(const std::vector<CaseResult>& results, int limit, const 
   return why;
 }
 
-using Clock = std::chrono::steady_clock;
+std::string Shard::str() const { return fmt::format("{}/{}", index, count); }
 
-// Case i as a RapidCheck run of one case, drawn from its own seed; shrinking it is the
-// same run with shrinking on.
-RcRun case_run(const ConformOptions& o, int i) {
-  return {fmt::format("case {}", i), "conformance", 1, mix64(o.seed, uint64_t(i)), false};
+Shard Shard::parse(const std::string& text) {
+  Shard s;
+  const size_t slash = text.find('/');
+  auto number = [&](const std::string& part, int& out) {
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+  };
+  if (slash == std::string::npos || !number(text.substr(0, slash), s.index) || !number(text.substr(slash + 1), s.count) ||
+      s.count < 1 || s.index < 1 || s.index > s.count)
+    throw Error(fmt::format("--shard '{}': expected I/N, the I-th of N shards, 1 <= I <= N (1/4 ... 4/4)", text));
+  return s;
 }
 
-}  // namespace
+fs::path reproducer_folder(const ConformOptions& o, int index) {
+  // Absolute, so that the printed command works from anywhere.
+  return fs::absolute(o.keep) / fmt::format("case-{}-seed-{}", index, o.seed);
+}
 
 ConformReport conform(Backend& backend, const ConformOptions& o) {
   const auto start = Clock::now();
-  ConformReport report{backend.name(), o};
+  ConformReport report{backend.name(), o, utc_now(), host_name()};
   TempFolder temp("conform");
   const fs::path& root = temp.path();
   const rc::Gen<Case> gen = gen_conform_case(o);
-  Evaluator evaluate(backend, o, root);
-  // The first failure of each cut kind, shrunk once every case has run (so that a backend
-  // that fails everything is found out before any shrinking).
-  struct Pending {
-    int index;
-    std::pair<CaseResult, fs::path> first;
-  };
-  std::vector<Pending> pending;
-  std::set<CutKind> kinds_failed;
+  std::vector<int> mine;  // the cases this shard runs, in order
+  for (int i = 0; i < o.cases; ++i)
+    if (o.shard.takes(i)) mine.push_back(i);
+  report.planned = int(mine.size());
+  if (mine.empty())
+    throw Error(fmt::format("shard {} of {} cases is empty: use at most as many shards as cases", o.shard.str(), o.cases));
+  CasePool pool(backend, o, o.jobs);
+  for (int i : mine) pool.submit(i, campaign_case(gen, o, i).value(), root / fmt::format("case-{}", i));
+
+  // Every case runs before any failure is shrunk, so that a backend that fails everything
+  // is found out first.
+  std::map<int, fs::path> failed_folders;
+  bool prefix_judged = false;
+  while (pool.pending() > 0) {
+    CasePool::Done d = pool.next();
+    if (d.interrupted) {
+      report.interrupted = d.interrupted;
+      pool.cancel();
+    }
+    if (d.interrupted || !report.stopped.empty()) continue;  // past a stop: not reported (as with one job)
+    d.result.index = d.ticket;
+    if (d.result.verdict == Verdict::failed) failed_folders[d.ticket] = d.work;
+    insert_in_order(report.results, std::move(d.result));
+    // The stop rule looks at this shard's first cases once they are all in.
+    const size_t limit = size_t(std::max(0, o.same_fault_limit));
+    if (!prefix_judged && limit > 0 && report.results.size() >= std::min(limit, mine.size()) &&
+        report.results[std::min(limit, mine.size()) - 1].index == mine[std::min(limit, mine.size()) - 1]) {
+      prefix_judged = true;
+      std::vector<CaseResult> first(report.results.begin(), report.results.begin() + std::min(limit, mine.size()));
+      report.stopped = same_fault(first, o.same_fault_limit, backend.name());
+      if (!report.stopped.empty()) {
+        pool.cancel();
+        report.results = first;
+      }
+    }
+    if (o.on_case) o.on_case(report);
+  }
 
   try {
-    for (int i = 0; i < o.cases; ++i) {
-      std::pair<CaseResult, fs::path> first;
-      bool ran = false;
-      run_property(case_run(o, i), [&] {
-        try {
-          first = evaluate(*gen);
-          ran = true;
-        } catch (const Interrupted&) {
-          return;  // RapidCheck takes any exception for a failure; looked at below
-        }
-        if (first.first.verdict == Verdict::failed) RC_FAIL(first.first.failure);
-      });
-      throw_if_interrupted();
-      if (!ran) throw Error(fmt::format("case {} could not be generated", i));
-      report.results.push_back(first.first);
-      if (o.progress) o.progress(i + 1, o.cases);
-      if (first.first.verdict == Verdict::failed && kinds_failed.insert(first.first.c.cut.kind).second) {
-        evaluate.pin(first.second);
-        pending.push_back({i, first});
-      }
-      evaluate.clear();
-      report.stopped = same_fault(report.results, o.same_fault_limit, backend.name());
-      if (!report.stopped.empty()) break;
-    }
-
-    for (Pending& p : pending) {
-      Failure f{p.index, p.first.first, p.first.first};
-      fs::path kept = p.first.second;
-      const double budget =
-          o.shrink_seconds > 0 ? o.shrink_seconds : std::max(10.0, 10 * p.first.first.seconds);
-      const auto deadline = Clock::now() + std::chrono::duration<double>(budget);
+    throw_if_interrupted();
+    if (report.interrupted) throw Interrupted{report.interrupted};
+    // The first failure of each cut kind is shrunk, bisected and kept.
+    std::set<CutKind> kinds_failed;
+    std::vector<const CaseResult*> firsts;
+    for (const CaseResult& r : report.results)
+      if (r.verdict == Verdict::failed && kinds_failed.insert(r.c.cut.kind).second) firsts.push_back(&r);
+    Shrinker shrinker(pool, gen, o, root);
+    for (const CaseResult* first : firsts) {
+      const Evaluation original{*first, failed_folders.at(first->index)};
+      Failure f{first->index, *first, *first};
+      const double budget = o.shrink_seconds > 0 ? o.shrink_seconds : std::max(10.0, 10 * first->seconds);
+      const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
+      fs::path kept = original.work;
+      bool out_of_time = false;
       if (o.shrink && report.stopped.empty()) {
-        // Shrink (every new evaluation is a backend run) within the run and time budgets.
-        RcRun run = case_run(o, p.index);
-        run.shrink = true;
-        const int before = evaluate.runs();
-        run_property(run, [&] {
-          const Case c = *gen;
-          if (evaluate.runs() - before >= o.shrink_budget || Clock::now() >= deadline ||
-              interrupt_signal())
-            return;  // no budget left: accept no more
-          std::pair<CaseResult, fs::path> e;
-          try {
-            e = evaluate(c);
-          } catch (const Interrupted&) {
-            return;
-          }
-          if (e.first.verdict != Verdict::failed) return;
-          f.shrunk = e.first;
-          kept = e.second;
-          RC_FAIL(e.first.failure);
-        });
-        throw_if_interrupted();
-        f.shrink_runs = evaluate.runs() - before;
+        Shrinker::Outcome s = shrinker.shrink(first->index, original, deadline);
+        f.shrunk = s.smallest.result;
+        f.shrunk.index = first->index;
+        f.shrink_runs = s.runs;
+        kept = s.smallest.work;
+        out_of_time = s.out_of_time || Clock::now() >= deadline;
       }
       if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
-      else if (Clock::now() >= deadline) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
+      else if (out_of_time) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
       else {
-        Bisection b = bisect(backend, f.shrunk.c, o, root / "bisect");
+        Bisection b = bisect(backend, f.shrunk.c, o, root / fmt::format("bisect-{}", first->index));
         f.piece = b.piece;
         f.value = b.value;
       }
-      f.reproducer = fs::absolute(o.keep) / fmt::format("case-{}", p.index);  // the printed command works from anywhere
+      f.reproducer = reproducer_folder(o, first->index);
       f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
       write_reproducer(f, o, kept, backend.name());
       report.failures.push_back(std::move(f));
-      evaluate.clear();
     }
+    report.finished = true;
   } catch (const Interrupted& e) {
     report.interrupted = e.signal;  // the report keeps the cases that finished
   }
-  evaluate.clear();
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }

@@ -17,6 +17,26 @@
 
 namespace cutcheck {
 
+struct ConformReport;
+
+// Which slice of the case list a run takes: case i belongs to shard (i mod count) + 1, so
+// that every shard draws every cut kind alike. Shards are numbered from 1, as CI systems
+// number their parallel jobs (GitLab's CI_NODE_INDEX); {1, 1} is the whole list.
+struct Shard {
+  int index = 1, count = 1;
+  bool takes(int case_index) const { return case_index % count == index - 1; }
+  bool whole() const { return count == 1; }
+  std::string str() const;                      // "2/4"
+  static Shard parse(const std::string& text);  // "I/N" with 1 <= I <= N; throws Error
+};
+
+// The shrinking of one failure as it goes, for a progress line.
+struct ShrinkProgress {
+  int index;             // the failing case
+  int runs, budget;      // backend runs made so far, and allowed
+  const Case& smallest;  // the smallest failing case so far
+};
+
 struct ConformOptions {
   std::vector<CutKind> kinds = all_cut_kinds();
   std::vector<int64_t> tp{1};
@@ -43,15 +63,30 @@ struct ConformOptions {
   int same_fault_limit = 3;
   fs::path keep = "conform-failures";  // reproducer folders
   std::string replay_prefix;       // how to re-run: "cutcheck conform --backend '...'"
-  std::function<void(int done, int total)> progress;
+  // Backend runs at once (cases, and candidates while shrinking). The report does not
+  // depend on it: results come back in case order, and a shrink counts its runs as if
+  // they ran one at a time. An in-process Backend is then called from several threads.
+  int jobs = 1;
+  Shard shard;  // the slice of the cases this run takes
+  // Called as the campaign goes, on the thread that called conform() and never two at
+  // once: after each finished case with the report so far (the finished cases in case
+  // order), and before each round of backend runs while shrinking a failure.
+  std::function<void(const ConformReport& so_far)> on_case;
+  std::function<void(const ShrinkProgress&)> on_shrink;
 };
 
 enum class Verdict { passed, failed, unsupported };
 
 struct CaseResult {
   Case c;
+  int index = -1;                        // the case's number in the campaign (for a shrunk case, the original's)
   Verdict verdict = Verdict::passed;
   std::string failure = {};              // what went wrong
+  // Of a failed case: "mismatch" when outputs came back and differ (a JUnit <failure>), or
+  // what kept them from being compared (a JUnit <error>): "timeout", "crash" (a signal),
+  // "exit" (a failing exit code), "protocol" (outputs missing, unreadable, misnamed or
+  // mistyped; an exception from an in-process backend), "cutcheck" (cutcheck's own).
+  std::string failure_type = {};
   std::vector<OutputError> errors = {};  // per output, when outputs came back
   std::string stderr_tail = {};
   // How the backend process failed, when it did ("exited with 127", "was killed by signal
@@ -73,16 +108,30 @@ struct Failure {
 struct ConformReport {
   std::string backend;
   ConformOptions options;
+  std::string started;  // when, in UTC (ISO 8601)
+  std::string host;     // the machine it ran on
   std::vector<CaseResult> results = {};
   std::vector<Failure> failures = {};  // the shrunk first failure of each cut kind
   double seconds = 0;
   std::string stopped = {};  // why the campaign stopped early (every case failed the same way)
   int interrupted = 0;       // the signal (SIGINT, SIGTERM) that stopped it; results are what finished
+  bool finished = false;     // ran to its end (shrinking included); false in the reports written as it goes
+  int planned = 0;           // the cases this run (this shard) takes
   int count(Verdict v) const;
   bool passed() const;  // no failure, and at least one case passed
 };
 
 ConformReport conform(Backend& backend, const ConformOptions& options);
+
+// When `results` are the first `limit` cases and all failed with the backend process
+// failing the same way each time, why the campaign stops there; otherwise empty.
+// Shrinking such failures would only repeat the fault (a missing command, a hang, a crash
+// at start-up) once per cut kind.
+std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend);
+
+// The reproducer folder of the failure of case `index`: named by case and seed, so that
+// shards and workers writing into one --keep folder never collide.
+fs::path reproducer_folder(const ConformOptions& o, int index);
 
 // Runs one case, in `work` (created; left for the caller to keep or remove).
 CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& options, const fs::path& work);

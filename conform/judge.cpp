@@ -21,6 +21,9 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
     if (!cmp.ok) {
       r.verdict = Verdict::failed;
       r.failure = cmp.failure;
+      // Values out of tolerance, or outputs that could not be compared at all.
+      const bool comparable = got.size() == want.size() && cmp.outputs.size() == want.size();
+      r.failure_type = comparable ? "mismatch" : "protocol";
     }
   } catch (const NotYet& e) {
     r.verdict = Verdict::unsupported;
@@ -30,9 +33,11 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
     r.failure = clean_text(e.what());  // it may quote what the backend wrote (tensor names, bytes)
     r.stderr_tail = e.stderr_tail;     // clean already (core/process)
     r.fault = e.fault;
+    r.failure_type = e.type;
   } catch (const std::exception& e) {
     r.verdict = Verdict::failed;
     r.failure = clean_text(e.what());
+    r.failure_type = "protocol";
   }
 }
 

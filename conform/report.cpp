@@ -1,36 +1,142 @@
 #include "conform/report.h"
 
 #include <fmt/format.h>
-
-#include "core/text.h"
+#include <unistd.h>
 
 #include <cctype>
+#include <cmath>
+#include <ctime>
 #include <map>
+
+#include "core/files.h"
+#include "core/text.h"
+#include "core/version.h"
 
 namespace cutcheck {
 namespace {
 
-struct KindSummary {
-  int cases = 0, passed = 0, failed = 0, unsupported = 0;
-  double max_abs = 0, max_rel = 0, nmse = 0, headroom = 0;
-  double seconds = 0;
-};
+// A figure as JSON: a number, or "inf", "-inf", "nan", which JSON numbers cannot hold.
+Json figure(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
 
-std::map<std::string, KindSummary> by_kind(const ConformReport& report) {
-  std::map<std::string, KindSummary> out;
-  for (const CaseResult& r : report.results) {
-    KindSummary& k = out[cut_kind_name(r.c.cut.kind)];
-    ++k.cases;
-    k.seconds += r.seconds;
-    (r.verdict == Verdict::passed ? k.passed : r.verdict == Verdict::failed ? k.failed : k.unsupported)++;
-    for (const OutputError& e : r.errors) {
-      k.max_abs = std::max(k.max_abs, e.max_abs);
-      k.max_rel = std::max(k.max_rel, e.max_rel);
-      k.nmse = std::max(k.nmse, e.nmse);
-      k.headroom = std::max(k.headroom, e.headroom);
-    }
-  }
+// Of two figures, the worse (larger; "nan" and "inf" worst of all).
+Json worse(const Json& a, const Json& b) {
+  if (a.is_null()) return b;
+  if (a.is_string()) return a;
+  if (b.is_string()) return b;
+  return b.get<double>() > a.get<double>() ? b : a;
+}
+
+std::string figure_text(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned()) return fmt::format("{}", v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{:.3g}", v.get<double>());
+  return "-";
+}
+
+// What the table calls a figure; other fields go by their JSON name.
+std::string figure_title(const std::string& field) {
+  static const std::map<std::string, std::string> titles = {
+      {"max_abs", "abs"}, {"max_rel", "rel"}, {"nmse", "nmse"}, {"mismatches", "outside"}};
+  auto it = titles.find(field);
+  return it == titles.end() ? field : it->second;
+}
+
+// The figures (numeric fields) of an output's error record, in the record's order.
+std::vector<std::string> figure_fields(const Json& error) {
+  std::vector<std::string> out;
+  for (auto it = error.begin(); it != error.end(); ++it)
+    if (it.value().is_number() || (it.value().is_string() && it.key() != "output" && it.key() != "first"))
+      out.push_back(it.key());
   return out;
+}
+
+std::string trimmed_tail(std::string tail) {
+  while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
+  if (tail.size() > 600) tail = "..." + utf8_tail(tail, 600);
+  return tail;
+}
+
+Json options_json(const ConformOptions& o) {
+  Json kinds = Json::array();
+  for (CutKind k : o.kinds) kinds.push_back(cut_kind_name(k));
+  return {{"cuts", kinds},
+          {"tp", o.tp},
+          {"cases", o.cases},
+          {"seed", o.seed},
+          {"spec", o.spec ? o.spec->to_json() : Json("random")},
+          {"fixed", o.specs.fixed},
+          {"head_dim_from_dim", o.specs.head_dim_from_dim},
+          {"weights", o.weights.string()},
+          {"ctx_max", o.shapes.ctx_max},
+          {"rows_max", o.shapes.rows_max},
+          {"large_share", o.shapes.large_share},
+          {"large_keys", o.large_keys},
+          {"shrink", o.shrink},
+          {"shrink_budget", o.shrink_budget},
+          {"shrink_seconds", o.shrink_seconds},
+          {"same_fault_limit", o.same_fault_limit}};
+}
+
+Json case_json(const CaseResult& r) {
+  Json errors = Json::array();
+  for (const OutputError& e : r.errors) errors.push_back(output_error_json(e));
+  // ctx and rows beside the cut text, for histograms of where a campaign went.
+  return {{"index", r.index},           {"case", r.c.to_json()},         {"text", r.c.str()},
+          {"kind", cut_kind_name(r.c.cut.kind)}, {"ctx", r.c.cut.ctx},   {"rows", r.c.cut.row_count()},
+          {"verdict", verdict_name(r.verdict)},  {"failure", r.failure}, {"failure_type", r.failure_type},
+          {"fault", r.fault},           {"stderr_tail", r.stderr_tail},  {"errors", errors},
+          {"seconds", r.seconds}};
+}
+
+Json failure_json(const Failure& f) {
+  return {{"index", f.index},
+          {"kind", cut_kind_name(f.original.c.cut.kind)},
+          {"original", case_json(f.original)},
+          {"shrunk", case_json(f.shrunk)},
+          {"shrink_runs", f.shrink_runs},
+          {"piece", f.piece},
+          {"value", f.value},
+          {"reproducer", f.reproducer.string()},
+          {"command", f.command}};
+}
+
+}  // namespace
+
+Json tolerance_json(const Tolerance& t) {
+  if (t.bounded())
+    return {{"policy", "bound"}, {"precision", precision_info(t.precision).name}, {"k", t.k}, {"floor", t.floor}};
+  return {{"policy", "fixed"}, {"atol", figure(t.atol)}, {"rtol", figure(t.rtol)}, {"nmse", figure(t.nmse)}};
+}
+
+std::string tolerance_text(const Json& report) {
+  const Json& t = report.at("tolerance");
+  if (t.at("policy") == "bound")
+    return fmt::format("bound {} (k={}, floor={})", t.at("precision").get<std::string>(), figure_text(t.at("k")),
+                       figure_text(t.at("floor")));
+  return fmt::format("fixed atol={} rtol={} nmse={}", figure_text(t.at("atol")), figure_text(t.at("rtol")),
+                     figure_text(t.at("nmse")));
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
+std::string verdict_name(Verdict v) {
+  return v == Verdict::passed ? "passed" : v == Verdict::failed ? "failed" : "unsupported";
 }
 
 std::string xml_escape(const std::string& s) {
@@ -51,90 +157,213 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-std::string errors_text(const CaseResult& r) {
-  std::string out;
-  for (const OutputError& e : r.errors)
-    out += fmt::format("{}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}\n", e.name, e.max_abs, e.max_rel, e.nmse);
+Json output_error_json(const OutputError& e) {
+  // headroom: the worst |got - want| / allowed of the output's elements (1 is the limit);
+  // unbounded: elements whose bound is infinite, compared for NaN and infinity only.
+  return {{"output", e.name},         {"max_abs", figure(e.max_abs)},   {"max_rel", figure(e.max_rel)},
+          {"nmse", figure(e.nmse)},   {"headroom", figure(e.headroom)}, {"mismatches", e.mismatches},
+          {"unbounded", e.unbounded}, {"first", e.first}};
+}
+
+std::string output_error_text(const Json& error) {
+  std::string out = error.at("output").get<std::string>() + ":";
+  const std::vector<std::string> fields = figure_fields(error);
+  for (size_t i = 0; i < fields.size(); ++i)
+    out += fmt::format("{} {} {}", i ? "," : "", fields[i], figure_text(error.at(fields[i])));
   return out;
 }
 
-}  // namespace
-
-std::string verdict_name(Verdict v) {
-  return v == Verdict::passed ? "passed" : v == Verdict::failed ? "failed" : "unsupported";
+void complete_report(Json& report) {
+  std::map<std::string, Json> kinds;
+  int passed = 0, failed = 0, unsupported = 0;
+  for (const Json& c : report.at("cases")) {
+    const std::string verdict = c.at("verdict");
+    Json& k = kinds[c.at("kind").get<std::string>()];
+    if (k.is_null()) k = {{"cut", c.at("kind")}, {"cases", 0}, {"passed", 0}, {"failed", 0}, {"unsupported", 0},
+                          {"errors", 0}, {"seconds", 0.0}, {"worst", Json::object()}};
+    k["cases"] = k["cases"].get<int>() + 1;
+    k[verdict] = k[verdict].get<int>() + 1;
+    if (verdict == "failed" && c.at("failure_type") != "mismatch") k["errors"] = k["errors"].get<int>() + 1;
+    k["seconds"] = k["seconds"].get<double>() + c.at("seconds").get<double>();
+    for (const Json& e : c.at("errors"))
+      for (const std::string& field : figure_fields(e)) k["worst"][field] = worse(k["worst"].value(field, Json()), e[field]);
+    (verdict == "passed" ? passed : verdict == "failed" ? failed : unsupported)++;
+  }
+  Json summary = Json::array();
+  for (auto& [name, k] : kinds) summary.push_back(k);
+  report["summary"] = summary;
+  report["counts"] = {{"cases", report.at("cases").size()}, {"passed", passed}, {"failed", failed},
+                      {"unsupported", unsupported}};
+  // A partial report (killed, interrupted, still running) never says passed.
+  report["passed"] = failed == 0 && passed > 0 && report.at("finished").get<bool>();
 }
 
-std::string summary_table(const ConformReport& report) {
-  // headroom: the worst |got - want| / allowed of the cut's elements; 1 is the limit.
-  std::string out = fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12} {:>10} {:>10} {:>10} {:>10}\n", "cut", "cases", "passed",
-                                "failed", "unsupported", "worst abs", "worst rel", "worst nmse", "headroom");
-  for (const auto& [kind, k] : by_kind(report))
-    out += fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12} {:>10.3g} {:>10.3g} {:>10.3g} {:>10.3g}\n", kind, k.cases,
-                       k.passed, k.failed, k.unsupported, k.max_abs, k.max_rel, k.nmse, k.headroom);
-  out += fmt::format("{} cases: {} passed, {} failed, {} unsupported, in {:.1f} s; tolerance {}\n", report.results.size(),
-                     report.count(Verdict::passed), report.count(Verdict::failed), report.count(Verdict::unsupported),
-                     report.seconds, report.options.tolerance.str());
-  for (const Failure& f : report.failures) {
-    out += fmt::format("\nFAILED case {}: {}\n  {}\n", f.index, f.original.c.str(), f.original.failure);
-    if (f.shrink_runs > 0)
-      out += fmt::format("  shrunk ({} runs) to: {}\n  {}\n", f.shrink_runs, f.shrunk.c.str(), f.shrunk.failure);
+Json report_json(const ConformReport& report) {
+  const ConformOptions& o = report.options;
+  Json cases = Json::array();
+  for (const CaseResult& r : report.results) cases.push_back(case_json(r));
+  Json failures = Json::array();
+  for (const Failure& f : report.failures) failures.push_back(failure_json(f));
+  Json out = {{"format", "cutcheck-conform-2"},
+              {"cutcheck", {{"version", version()}, {"commit", version_commit()}}},
+              {"backend", report.backend},
+              {"seed", o.seed},
+              {"tolerance", tolerance_json(o.tolerance)},
+              {"options", options_json(o)},
+              // What differs between runs of the same campaign; merged reports keep the shards'.
+              {"run", {{"started", report.started}, {"host", report.host}, {"jobs", o.jobs},
+                       {"shard", o.shard.str()}, {"seconds", report.seconds}}},
+              {"planned", report.planned},
+              {"finished", report.finished},
+              {"stopped", report.stopped},
+              {"interrupted", report.interrupted},
+              {"failures", failures},
+              {"cases", cases}};
+  complete_report(out);
+  return out;
+}
+
+std::string json_text(const Json& report) { return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
+
+std::string summary_table(const ConformReport& report) { return summary_table(report_json(report)); }
+std::string junit_xml(const ConformReport& report) { return junit_xml(report_json(report)); }
+
+std::string summary_table(const Json& report) {
+  // The figures columns: every figure an output record carries, in the records' order.
+  std::vector<std::string> fields;
+  for (const Json& k : report.at("summary"))
+    for (auto it = k.at("worst").begin(); it != k.at("worst").end(); ++it)
+      if (std::find(fields.begin(), fields.end(), it.key()) == fields.end() && it.key() != "mismatches" &&
+          it.key() != "unbounded")
+        fields.push_back(it.key());
+  std::string out = fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12}", "cut", "cases", "passed", "failed", "unsupported");
+  for (const std::string& f : fields) out += fmt::format(" {:>10}", "worst " + figure_title(f));
+  out += "\n";
+  for (const Json& k : report.at("summary")) {
+    out += fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12}", k.at("cut").get<std::string>(), k.at("cases").get<int>(),
+                       k.at("passed").get<int>(), k.at("failed").get<int>(), k.at("unsupported").get<int>());
+    for (const std::string& f : fields) out += fmt::format(" {:>10}", figure_text(k.at("worst").value(f, Json())));
+    out += "\n";
+  }
+  const Json& counts = report.at("counts");
+  const Json& run = report.at("run");
+  const Json& version = report.at("cutcheck");
+  const std::string commit = version.at("commit");
+  out += fmt::format("{} cases: {} passed, {} failed, {} unsupported, in {:.1f} s; tolerance {}; seed {}{}; cutcheck {}{}\n",
+                     counts.at("cases").get<int>(), counts.at("passed").get<int>(), counts.at("failed").get<int>(),
+                     counts.at("unsupported").get<int>(), run.at("seconds").get<double>(), tolerance_text(report),
+                     report.at("seed").get<uint64_t>(),
+                     run.at("shard") != "1/1" ? fmt::format("; shard {}", run.at("shard").get<std::string>()) : "",
+                     version.at("version").get<std::string>(), commit.empty() ? "" : " (git " + commit + ")");
+  for (const Json& f : report.at("failures")) {
+    const Json& original = f.at("original");
+    const Json& shrunk = f.at("shrunk");
+    out += fmt::format("\nFAILED case {}: {}\n  {}\n", f.at("index").get<int>(), original.at("text").get<std::string>(),
+                       original.at("failure").get<std::string>());
+    if (f.at("shrink_runs").get<int>() > 0)
+      out += fmt::format("  shrunk ({} runs) to: {}\n  {}\n", f.at("shrink_runs").get<int>(),
+                         shrunk.at("text").get<std::string>(), shrunk.at("failure").get<std::string>());
     else
       out += "  not shrunk\n";
-    if (!f.piece.empty()) out += fmt::format("  first failing piece: {}\n", f.piece);
-    if (!f.value.empty()) out += fmt::format("  first failing value: {}\n", f.value);
-    std::string tail = f.shrunk.stderr_tail;
-    while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
-    if (!tail.empty()) {
-      if (tail.size() > 600) tail = "..." + utf8_tail(tail, 600);
-      out += fmt::format("  backend stderr (tail):\n{}\n", tail);
-    }
-    out += fmt::format("  reproducer: {}\n  re-run: {}\n", f.reproducer.string(), f.command);
+    if (!f.at("piece").get<std::string>().empty())
+      out += fmt::format("  first failing piece: {}\n", f.at("piece").get<std::string>());
+    if (!f.at("value").get<std::string>().empty())
+      out += fmt::format("  first failing value: {}\n", f.at("value").get<std::string>());
+    const std::string tail = trimmed_tail(shrunk.at("stderr_tail"));
+    if (!tail.empty()) out += fmt::format("  backend stderr (tail):\n{}\n", tail);
+    out += fmt::format("  reproducer: {}\n  re-run: {}\n", f.at("reproducer").get<std::string>(),
+                       f.at("command").get<std::string>());
   }
-  if (!report.stopped.empty()) out += fmt::format("\nSTOPPED: {}\n", report.stopped);
-  if (report.interrupted)
-    out += fmt::format("\nINTERRUPTED by signal {}: {} of {} cases finished\n", report.interrupted, report.results.size(),
-                       report.options.cases);
-  if (report.count(Verdict::passed) == 0) out += "\nno case passed: a run that checks nothing does not pass\n";
+  if (!report.at("stopped").get<std::string>().empty())
+    out += fmt::format("\nSTOPPED: {}\n", report.at("stopped").get<std::string>());
+  if (report.at("interrupted").get<int>())
+    out += fmt::format("\nINTERRUPTED by signal {}: {} of {} cases finished\n", report.at("interrupted").get<int>(),
+                       counts.at("cases").get<int>(), report.at("planned").get<int>());
+  if (counts.at("passed").get<int>() == 0) out += "\nno case passed: a run that checks nothing does not pass\n";
   return out;
 }
 
-std::string junit_xml(const ConformReport& report) {
-  std::map<std::string, std::vector<const CaseResult*>> kinds;
-  for (const CaseResult& r : report.results) kinds[cut_kind_name(r.c.cut.kind)].push_back(&r);
+std::string junit_xml(const Json& report) {
+  const Json& run = report.at("run");
+  // JUnit's schema wants the timestamp without a zone; it is UTC.
+  std::string timestamp = run.at("started");
+  if (!timestamp.empty() && timestamp.back() == 'Z') timestamp.pop_back();
+  const std::string host = xml_escape(run.at("host"));
+  std::map<std::string, std::vector<const Json*>> kinds;
+  for (const Json& c : report.at("cases")) kinds[c.at("kind").get<std::string>()].push_back(&c);
+  std::map<int, const Json*> failures;  // by case index
+  for (const Json& f : report.at("failures")) failures[f.at("index").get<int>()] = &f;
+
+  // What the run was: the same properties in every suite, as JUnit readers show them per suite.
+  std::string properties = "    <properties>\n";
+  auto property = [&](const std::string& name, const std::string& value) {
+    properties += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(name), xml_escape(value));
+  };
+  const Json& version = report.at("cutcheck");
+  property("cutcheck.version", version.at("version").get<std::string>());
+  property("cutcheck.commit", version.at("commit").get<std::string>());
+  property("backend", report.at("backend"));
+  property("seed", std::to_string(report.at("seed").get<uint64_t>()));
+  property("tolerance", tolerance_text(report));
+  property("shard", run.at("shard"));
+  for (auto it = report.at("options").begin(); it != report.at("options").end(); ++it)
+    property("option." + it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  properties += "    </properties>\n";
+
+  const Json& counts = report.at("counts");
+  int errors = 0;
+  for (const Json& k : report.at("summary")) errors += k.at("errors").get<int>();
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites name=\"cutcheck conform\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                     report.results.size(), report.count(Verdict::failed), report.count(Verdict::unsupported),
-                     report.seconds);
+  out += fmt::format(
+      "<testsuites name=\"cutcheck conform\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\" "
+      "timestamp=\"{}\">\n",
+      counts.at("cases").get<int>(), counts.at("failed").get<int>() - errors, errors, counts.at("unsupported").get<int>(),
+      run.at("seconds").get<double>(), xml_escape(timestamp));
   for (const auto& [kind, cases] : kinds) {
-    int failed = 0, skipped = 0;
+    int failed = 0, errored = 0, skipped = 0;
     double time = 0;
-    for (const CaseResult* r : cases) {
-      failed += r->verdict == Verdict::failed;
-      skipped += r->verdict == Verdict::unsupported;
-      time += r->seconds;
+    for (const Json* c : cases) {
+      const bool fail = c->at("verdict") == "failed";
+      const bool error = fail && c->at("failure_type") != "mismatch";
+      failed += fail && !error;
+      errored += error;
+      skipped += c->at("verdict") == "unsupported";
+      time += c->at("seconds").get<double>();
     }
-    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                       kind, cases.size(), failed, skipped, time);
-    for (const CaseResult* r : cases) {
-      size_t index = size_t(r - report.results.data());
+    out += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\" "
+        "timestamp=\"{}\" hostname=\"{}\">\n",
+        kind, cases.size(), failed, errored, skipped, time, xml_escape(timestamp), host);
+    out += properties;
+    for (const Json* c : cases) {
+      const int index = c->at("index").get<int>();
       out += fmt::format("    <testcase classname=\"conform.{}\" name=\"{}\" time=\"{:.3f}\"", kind,
-                         xml_escape(fmt::format("case {}: {}", index, r->c.str())), r->seconds);
-      if (r->verdict == Verdict::passed) {
+                         xml_escape(fmt::format("case {}: {}", index, c->at("text").get<std::string>())),
+                         c->at("seconds").get<double>());
+      const std::string verdict = c->at("verdict");
+      if (verdict == "passed") {
         out += "/>\n";
         continue;
       }
       out += ">\n";
-      if (r->verdict == Verdict::unsupported) {
-        out += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(r->failure));
+      if (verdict == "unsupported") {
+        out += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(c->at("failure")));
       } else {
-        std::string body = errors_text(*r);
-        for (const Failure& f : report.failures)
-          if (size_t(f.index) == index)
-            body += fmt::format("shrunk to: {}\n{}\nfirst failing piece: {}\nfirst failing value: {}\nre-run: {}\n",
-                                f.shrunk.c.str(), f.shrunk.failure, f.piece, f.value, f.command);
-        if (!r->stderr_tail.empty()) body += "backend stderr (tail):\n" + r->stderr_tail;
-        out += fmt::format("      <failure type=\"mismatch\" message=\"{}\">{}</failure>\n", xml_escape(r->failure),
-                           xml_escape(body));
+        std::string body;
+        for (const Json& e : c->at("errors")) body += output_error_text(e) + "\n";
+        if (auto it = failures.find(index); it != failures.end()) {
+          const Json& f = *it->second;
+          body += fmt::format("shrunk to: {}\n{}\nfirst failing piece: {}\nfirst failing value: {}\nre-run: {}\n",
+                              f.at("shrunk").at("text").get<std::string>(),
+                              f.at("shrunk").at("failure").get<std::string>(), f.at("piece").get<std::string>(),
+                              f.at("value").get<std::string>(), f.at("command").get<std::string>());
+        }
+        if (!c->at("stderr_tail").get<std::string>().empty())
+          body += "backend stderr (tail):\n" + c->at("stderr_tail").get<std::string>();
+        const std::string type = c->at("failure_type");
+        out += fmt::format("      <{} type=\"{}\" message=\"{}\">{}</{}>\n", type == "mismatch" ? "failure" : "error",
+                           xml_escape(type), xml_escape(c->at("failure")), xml_escape(body),
+                           type == "mismatch" ? "failure" : "error");
       }
       out += "    </testcase>\n";
     }
@@ -143,51 +372,22 @@ std::string junit_xml(const ConformReport& report) {
   return out + "</testsuites>\n";
 }
 
-Json tolerance_json(const Tolerance& t) {
-  if (t.bounded())
-    return {{"policy", "bound"}, {"precision", precision_info(t.precision).name}, {"k", t.k}, {"floor", t.floor}};
-  return {{"policy", "fixed"}, {"atol", t.atol}, {"rtol", t.rtol}, {"nmse", t.nmse}};
+
+
+void write_reports(const Json& report, const std::string& json, const std::string& junit, const std::string& html) {
+  if (!json.empty()) write_file_atomic(json, json_text(report));
+  if (!junit.empty()) write_file_atomic(junit, junit_xml(report));
+  if (!html.empty()) write_file_atomic(html, html_report(report));
 }
 
-Json report_json(const ConformReport& report) {
-  Json summary = Json::array();
-  for (const auto& [kind, k] : by_kind(report))
-    summary.push_back({{"cut", kind}, {"cases", k.cases}, {"passed", k.passed}, {"failed", k.failed},
-                       {"unsupported", k.unsupported}, {"worst_abs", k.max_abs}, {"worst_rel", k.max_rel},
-                       {"worst_nmse", k.nmse}, {"headroom", k.headroom}, {"seconds", k.seconds}});
-  Json cases = Json::array();
-  for (const CaseResult& r : report.results) {
-    Json errors = Json::array();
-    for (const OutputError& e : r.errors)
-      errors.push_back({{"output", e.name}, {"max_abs", e.max_abs}, {"max_rel", e.max_rel}, {"nmse", e.nmse},
-                        {"headroom", e.headroom}, {"unbounded", e.unbounded}, {"mismatches", e.mismatches}});
-    // ctx and rows beside the cut text, for histograms of where a campaign went.
-    cases.push_back({{"case", r.c.to_json()}, {"ctx", r.c.cut.ctx}, {"rows", r.c.cut.row_count()},
-                     {"verdict", verdict_name(r.verdict)}, {"failure", r.failure},
-                     {"errors", errors}, {"seconds", r.seconds}});
-  }
-  Json failures = Json::array();
-  for (const Failure& f : report.failures)
-    failures.push_back({{"index", f.index}, {"failure", f.original.failure}, {"shrunk", f.shrunk.c.to_json()},
-                        {"shrunk_failure", f.shrunk.failure}, {"shrink_runs", f.shrink_runs}, {"piece", f.piece}, {"value", f.value},
-                        {"reproducer", f.reproducer.string()}, {"command", f.command},
-                        {"stderr_tail", f.shrunk.stderr_tail}});
-  return {{"format", "cutcheck-conform-1"},
-          {"backend", report.backend},
-          {"passed", report.passed()},
-          {"seed", report.options.seed},
-          {"tolerance", tolerance_json(report.options.tolerance)},
-          {"counts",
-           {{"cases", report.results.size()},
-            {"passed", report.count(Verdict::passed)},
-            {"failed", report.count(Verdict::failed)},
-            {"unsupported", report.count(Verdict::unsupported)}}},
-          {"seconds", report.seconds},
-          {"stopped", report.stopped},
-          {"interrupted", report.interrupted},
-          {"summary", summary},
-          {"failures", failures},
-          {"cases", cases}};
+void LiveJsonReport::update(const ConformReport& so_far) {
+  const auto start = Clock::now();
+  if (last_seconds_ > 0 && std::chrono::duration<double>(start - last_).count() < 20 * last_seconds_) return;
+  write_file_atomic(path_, json_text(report_json(so_far)));
+  last_ = Clock::now();
+  last_seconds_ = std::chrono::duration<double>(last_ - start).count();
 }
+
+void LiveJsonReport::write(const Json& report) { write_file_atomic(path_, json_text(report)); }
 
 }  // namespace cutcheck

@@ -1,18 +1,74 @@
-// Reporting a conformance campaign: a table for the terminal, JUnit XML for CI readers,
-// and JSON for everything else.
+// Reporting a conformance campaign. The JSON document (format cutcheck-conform-2,
+// docs/conformance.md) is the report: the terminal table, JUnit XML and the HTML page are
+// all made from it, so a report merged from shards (merge_reports) renders exactly as
+// the report of one run would.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "conform/campaign.h"
+#include "core/json.h"
 
 namespace cutcheck {
 
-std::string summary_table(const ConformReport& report);  // per cut kind, then each failure
-std::string junit_xml(const ConformReport& report);      // one testcase per case
 Json report_json(const ConformReport& report);
 Json tolerance_json(const Tolerance& tolerance);  // the policy and its figures
+// The report's tolerance in words: "bound f32 (k=5, floor=0)", "fixed atol=... rtol=... nmse=...".
+std::string tolerance_text(const Json& report);
 
-std::string verdict_name(Verdict v);  // "passed", "failed", "unsupported"
+// The per-output figures of a comparison, as the reports carry them. The one place that
+// lists OutputError's fields: the table, JUnit and HTML show every number found here.
+Json output_error_json(const OutputError& e);
+// One line of the same: "k.0: max_abs 1.04, max_rel 3.82, nmse 8.75, mismatches 3".
+std::string output_error_text(const Json& error);
+inline std::string output_error_text(const OutputError& e) { return output_error_text(output_error_json(e)); }
+
+std::string summary_table(const Json& report);  // per cut kind, then each failure
+std::string junit_xml(const Json& report);      // one testsuite per cut kind, one testcase per case
+std::string html_report(const Json& report);    // one self-contained page (conform/html_report.cpp)
+
+std::string summary_table(const ConformReport& report);
+std::string junit_xml(const ConformReport& report);
+
+// Sets what follows from the cases and failures: counts, the per-kind summary, and passed
+// (no case failed, one passed, and the run finished).
+void complete_report(Json& report);
+
+std::string verdict_name(Verdict v);
+
+// What reports say of when and where they ran: "2026-12-01T10:00:00Z" (UTC), the host name.
+std::string utc_now();
+std::string host_name();  // "passed", "failed", "unsupported"
+
+// "&<>\"'" escaped, and the control characters XML 1.0 forbids replaced: for attribute
+// values and text alike.
+std::string xml_escape(const std::string& s);
+
+// A JSON report file kept up to date while a campaign runs: rewritten whole, atomically,
+// after each finished case, so that a run killed at any point leaves a valid report of
+// the cases finished so far ("finished": false). Writing is skipped while the last write
+// took more than a twentieth of the time since it (a long campaign of quick cases), so
+// that writing never costs more than about 5% of a run.
+class LiveJsonReport {
+ public:
+  explicit LiveJsonReport(fs::path path) : path_(std::move(path)) {}
+  void update(const ConformReport& so_far);
+  void write(const Json& report);  // now, whatever the time
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  fs::path path_;
+  Clock::time_point last_{};
+  double last_seconds_ = 0;
+};
+
+// Writes the report to each path not empty: JSON, JUnit XML, HTML (each atomically).
+void write_reports(const Json& report, const std::string& json, const std::string& junit, const std::string& html);
+
+// Writes `report` as JSON text (invalid UTF-8 replaced: the second line of defence, as
+// every text in it is clean already).
+std::string json_text(const Json& report);
 
 }  // namespace cutcheck

@@ -7,9 +7,11 @@
 #include "core/json.h"
 #include "core/sha256.h"
 #include "core/temp_folder.h"
+#include "core/version.h"
 #include "model/sharding.h"
 #include "model/weights.h"
 #include "conform/case_files.h"
+#include "conform/report.h"
 
 namespace cutcheck {
 namespace {
@@ -51,12 +53,11 @@ void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path&
     if (fs::exists(work / item)) fs::copy(work / item, f.reproducer / item, fs::copy_options::recursive);
   write_file_atomic(f.reproducer / "case.json", f.shrunk.c.to_json().dump(2) + "\n");
   if (!o.weights.empty()) keep_given_weights(f, o);
-  std::string report = fmt::format("case: {}\nfailure: {}\n", f.shrunk.c.str(), f.shrunk.failure);
+  std::string report =
+      fmt::format("{}\ncase: {}\nfailure: {}\n", version_line(), f.shrunk.c.str(), f.shrunk.failure);
   if (!f.piece.empty()) report += fmt::format("first failing piece: {}\n", f.piece);
   if (!f.value.empty()) report += fmt::format("first failing value: {}\n", f.value);
-  for (const OutputError& e : f.shrunk.errors)
-    report += fmt::format("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}, headroom {:.3g}, {} elements outside\n",
-                          e.name, e.max_abs, e.max_rel, e.nmse, e.headroom, e.mismatches);
+  for (const OutputError& e : f.shrunk.errors) report += "  " + output_error_text(e) + "\n";
   report += fmt::format("tolerance: {}\nre-run: {}\nor by hand: {} {} --inputs {} --outputs actual.safetensors\n",
                         o.tolerance.str(), f.command, backend, (f.reproducer / "program").string(),
                         (f.reproducer / "inputs.safetensors").string());

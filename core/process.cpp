@@ -67,35 +67,95 @@ std::set<pid_t> descendants(const std::vector<pid_t>& roots) {
   return seen;
 }
 
-// Kills what a backend left behind. cutcheck is a subreaper (contain_descendants), so a
-// process whose parent died is re-parented to cutcheck rather than to init, even one that
-// left the process group and session with setsid: everything the backend started is
-// below `root` or below cutcheck. cutcheck starts no process but backends (and runs one at
-// a time), so every descendant of cutcheck is a backend's. Loops until none is left,
-// because a process may fork while it is being killed; bounded, so it never hangs.
-void kill_tree(pid_t root) {
-  kill(-root, SIGKILL);
-  for (int round = 0; round < 200; ++round) {
-    std::set<pid_t> left = descendants({root, getpid()});
-    left.erase(root);  // the caller reaps it, for its status
-    for (pid_t p : left) kill(p, SIGKILL);
-    // Reap the ones that are (or became) our children; the others are reaped by their parent,
-    // which is among `left` and dies too, re-parenting them to us.
-    while (true) {
-      const pid_t reaped = waitpid(-1, nullptr, WNOHANG | __WALL);
-      if (reaped <= 0 || reaped == root) break;
+// The keepers of the runs in progress, and cutcheck as the subreaper of last resort: when a
+// keeper is killed from outside, what it kept is re-parented to cutcheck, found there as a
+// child that is no live keeper, and killed with everything below it.
+std::mutex keepers_mutex;
+std::set<pid_t> live_keepers;
+
+void sweep_orphans() {
+  std::set<pid_t> orphans;
+  {
+    std::lock_guard lock(keepers_mutex);
+    const auto tree = children_by_parent();
+    if (auto it = tree.find(getpid()); it != tree.end())
+      for (pid_t child : it->second)
+        if (!live_keepers.count(child)) orphans.insert(child);
+  }
+  for (pid_t orphan : orphans) {
+    for (int round = 0; round < 200; ++round) {
+      std::set<pid_t> left = descendants({orphan});
+      if (left.empty()) break;
+      for (pid_t p : left) kill(p, SIGKILL);
+      usleep(1000);
     }
-    if (left.empty()) return;
-    usleep(1000);
+    kill(orphan, SIGKILL);
+    waitpid(orphan, nullptr, __WALL);
   }
 }
 
-}  // namespace
-
-void contain_descendants() {
-  static std::once_flag once;
-  std::call_once(once, [] { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
+// Kills what a backend left behind. Each run has a keeper process of its own (see
+// run_process), a child subreaper: a process whose parent died is re-parented to the
+// keeper rather than to init, even one that left the process group and session with
+// setsid, so everything the backend started is below `keeper`, and nothing of another
+// run is (runs of parallel workers each have their keeper). Kills all of it, waits until
+// the keeper has reaped it, then kills and reaps the keeper. Loops because a process may
+// fork while it is being killed; bounded, so it never hangs.
+void kill_tree(pid_t keeper) {
+  {
+    std::lock_guard lock(keepers_mutex);
+    live_keepers.erase(keeper);
+  }
+  for (int round = 0; round < 400; ++round) {
+    std::set<pid_t> left = descendants({keeper});
+    if (left.empty()) break;
+    for (pid_t p : left) kill(p, SIGKILL);
+    usleep(round < 10 ? 200 : 2000);  // the keeper reaps them (zombies still count as left)
+  }
+  kill(keeper, SIGKILL);
+  waitpid(keeper, nullptr, __WALL);
 }
+
+// The keeper: the child run_process forks. It makes itself a subreaper, starts the
+// command, sends the command's wait status down `status_fd`, and then only reaps until
+// it is killed. Runs between fork and exec in a process that may have threads, so it
+// makes async-signal-safe calls only.
+[[noreturn]] void keep(const char* command, int out_fd, int err_fd, int status_fd) {
+  setpgid(0, 0);
+  signal(SIGINT, SIG_DFL);  // cutcheck's own interrupt handling is not the backend's
+  signal(SIGTERM, SIG_DFL);
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || dup2(status_fd, 3) < 0)
+    _exit(127);
+  // Nothing else of cutcheck's: not the pipes other workers' runs wait on for an end.
+  if (close_range(4, ~0U, 0) != 0)
+    for (int fd = 4; fd < 4096; ++fd) close(fd);
+  fcntl(3, F_SETFD, FD_CLOEXEC);  // the status pipe is the keeper's alone
+  // vfork: the child only execs, and copying cutcheck's page tables again would cost more
+  // than the command's own start-up.
+  char* const argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(command), nullptr};
+  pid_t backend = vfork();
+  if (backend == 0) {
+    execv("/bin/sh", argv);
+    _exit(127);
+  }
+  close(1);  // so that the pipes end when the backend's processes close them
+  close(2);
+  int status = 0;
+  if (backend < 0) {
+    status = 127 << 8;  // as if the shell was not found
+  } else {
+    while (waitpid(backend, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  (void)!write(3, &status, sizeof status);
+  close(3);
+  while (true)
+    if (waitpid(-1, nullptr, 0) < 0 && errno == ECHILD) pause();
+}
+
+}  // namespace
 
 std::string ProcessResult::describe() const {
   if (timed_out) return fmt::format("timed out after {:.1f} s and was killed", seconds);
@@ -110,34 +170,32 @@ std::string shell_quote(const std::string& word) {
 }
 
 ProcessResult run_process(const std::string& command, double timeout_seconds, size_t tail_bytes) {
-  contain_descendants();
+  static std::once_flag subreaper;
+  std::call_once(subreaper, [] { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
   throw_if_interrupted();
-  int out[2], err[2];
-  if (pipe(out) != 0 || pipe(err) != 0) throw IoError(fmt::format("cannot create pipes: {}", std::strerror(errno)));
+  // Close-on-exec everywhere, so that a backend another worker starts meanwhile does not
+  // hold these pipes open; the keeper passes them on by dup2.
+  int out[2], err[2], done[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
+    throw IoError(fmt::format("cannot create pipes: {}", std::strerror(errno)));
   const auto start = Clock::now();
-  pid_t pid = fork();
-  if (pid < 0) throw IoError(fmt::format("cannot fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);
-    signal(SIGINT, SIG_DFL);  // cutcheck's own interrupt handling is not the backend's
-    signal(SIGTERM, SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    close(out[0]), close(err[0]), close(out[1]), close(err[1]), close(devnull);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
+  pid_t pid;
+  {
+    std::lock_guard lock(keepers_mutex);  // registered before a sweep can see it
+    pid = fork();
+    if (pid == 0) keep(command.c_str(), out[1], err[1], done[1]);
+    if (pid > 0) live_keepers.insert(pid);
   }
+  if (pid < 0) throw IoError(fmt::format("cannot fork: {}", std::strerror(errno)));
   setpgid(pid, pid);  // also here, so the group exists before we might kill it
   close(out[1]);
   close(err[1]);
+  close(done[1]);
   ProcessResult r;
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {done[0], POLLIN, 0}};
   std::string* tails[2] = {&r.stdout_tail, &r.stderr_tail};
   int status = 0;
-  bool exited = false;
   bool interrupted = false;
   while (true) {
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -149,47 +207,47 @@ ProcessResult run_process(const std::string& command, double timeout_seconds, si
       r.timed_out = true;
       break;
     }
-    bool open_pipes = fds[0].fd >= 0 || fds[1].fd >= 0;
-    if (open_pipes) {
-      poll(fds, 2, int(std::min(left * 1000, 100.0)) + 1);
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        char buffer[4096];
-        ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
-        if (n > 0) {
-          keep_tail(*tails[i], buffer, size_t(n), tail_bytes);
-        } else if (n == 0 || errno != EINTR) {
-          close(fds[i].fd);
-          fds[i].fd = -1;
-        }
+    poll(fds, 3, int(std::min(left * 1000, 100.0)) + 1);
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buffer[4096];
+      ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        keep_tail(*tails[i], buffer, size_t(n), tail_bytes);
+      } else if (n == 0 || errno != EINTR) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        fds[i].events = 0;
       }
-    } else {
-      usleep(2000);
     }
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-      if (fds[0].fd < 0 && fds[1].fd < 0) break;
-      // Exited with pipes still open (a child of it holds them): drain what is there.
-      for (pollfd& f : fds) {
-        if (f.fd < 0) continue;
-        fcntl(f.fd, F_SETFL, O_NONBLOCK);
-        char buffer[4096];
-        ssize_t n;
-        while ((n = read(f.fd, buffer, sizeof buffer)) > 0) keep_tail(*tails[&f - fds], buffer, size_t(n), tail_bytes);
-        close(f.fd);
-        f.fd = -1;
+    if (!(fds[2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    // The command ended: its wait status, from the keeper. No status means the keeper itself
+    // was killed (from outside): the run counts as killed by that signal.
+    if (read(fds[2].fd, &status, sizeof status) != sizeof status) {
+      if (waitpid(pid, &status, __WALL) != pid) status = SIGKILL;
+      {
+        std::lock_guard lock(keepers_mutex);
+        live_keepers.erase(pid);
       }
-      break;
+      pid = 0;
+      sweep_orphans();
     }
+    // Drain what its pipes hold (a child of it may keep them open: not waited for).
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0) continue;
+      fcntl(fds[i].fd, F_SETFL, O_NONBLOCK);
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(fds[i].fd, buffer, sizeof buffer)) > 0) keep_tail(*tails[i], buffer, size_t(n), tail_bytes);
+    }
+    break;
   }
-  kill(-pid, SIGKILL);  // the command and its process group at once
-  if (!exited) waitpid(pid, &status, 0);
-  kill_tree(pid);  // and anything else it left running
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();  // the run's, not the clean-up's
+  if (pid > 0) kill_tree(pid);  // the command, and anything it left running
   for (pollfd& f : fds)
     if (f.fd >= 0) close(f.fd);
   if (interrupted) throw_if_interrupted();
   for (std::string* tail : tails) *tail = clean_text(utf8_tail(*tail, tail_bytes));
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (r.timed_out) return r;
   if (WIFSIGNALED(status)) {
     r.signal = WTERMSIG(status);

@@ -17,17 +17,14 @@ struct ProcessResult {
   std::string describe() const;  // "exited with 3", "killed by signal 11 (Segmentation fault)", "timed out after 5 s"
 };
 
-// Runs `command` with /bin/sh -c, stdin from /dev/null. When it ends (or times out, or a
-// signal asks cutcheck to stop: then it throws Interrupted), its whole process tree is
-// killed, descendants that left its group or session included (see contain_descendants).
+// Runs `command` with /bin/sh -c, stdin from /dev/null, below a keeper process of its own
+// (a child subreaper). When it ends (or times out, or a signal asks cutcheck to stop:
+// then it throws Interrupted), everything below the keeper is killed, descendants that
+// left the command's group or session included, and nothing of another run: several
+// threads may run commands at once.
 // `tail_bytes` bounds what is kept of stdout and stderr, which come back as clean text
 // (core/text.h).
 ProcessResult run_process(const std::string& command, double timeout_seconds, size_t tail_bytes = 4096);
-
-// Makes cutcheck a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of a backend are
-// re-parented to cutcheck, where run_process finds and kills them. Once per process;
-// run_process calls it.
-void contain_descendants();
 
 // 'it''s' -> quoted for /bin/sh.
 std::string shell_quote(const std::string& word);

@@ -18,14 +18,16 @@ fs::path temp_root() {
   return "/tmp";
 }
 
-TempFolder::TempFolder(const std::string& purpose) {
-  std::string pattern = (temp_root() / fmt::format("cutcheck-{}-XXXXXX", purpose)).string();
+fs::path unique_folder(const fs::path& parent, const std::string& prefix) {
+  std::string pattern = (parent / (prefix + "XXXXXX")).string();
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (!mkdtemp(buffer.data()))
     throw IoError(fmt::format("cannot create a temporary folder '{}': {}", pattern, std::strerror(errno)));
-  path_ = buffer.data();
+  return buffer.data();
 }
+
+TempFolder::TempFolder(const std::string& purpose) : path_(unique_folder(temp_root(), fmt::format("cutcheck-{}-", purpose))) {}
 
 TempFolder::~TempFolder() {
   std::error_code ec;  // a destructor must not throw; a folder that will not go is left

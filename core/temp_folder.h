@@ -23,6 +23,11 @@ class TempFolder {
   fs::path path_;
 };
 
+// Makes a new folder PARENT/<prefix>XXXXXX (mkdtemp) and returns it: unique among every
+// process sharing PARENT, threads and other machines' containers included, where a pid
+// and a counter are not. Throws IoError when it cannot.
+fs::path unique_folder(const fs::path& parent, const std::string& prefix);
+
 // The folder temporary folders go under: $TMPDIR when it names a folder, else /tmp.
 fs::path temp_root();
 

@@ -64,7 +64,7 @@ conform --backend "$backends/stderr_spam.sh" --cases 1 --no-shrink --junit repor
 rc=$?
 [ $rc = 1 ] || fail "stderr spam exited $rc, not 1: $(tail -3 err.txt)"
 valid_reports "stderr spam"
-python3 -c "import json,sys; t=json.load(open('report.json'))['failures'][0]['stderr_tail']; \
+python3 -c "import json,sys; t=json.load(open('report.json'))['failures'][0]['shrunk']['stderr_tail']; \
 assert '\ufffd' in t and '\x1b' not in t and '日本語' in t, t[-200:]" || fail "stderr spam: the tail is not cleaned"
 nothing_left "stderr spam"
 
@@ -119,7 +119,8 @@ export CUTCHECK_TEST_STATE=$work/state
 pid=$!
 for _ in $(seq 100); do [ -e "$CUTCHECK_TEST_STATE" ] && break; sleep 0.1; done
 sleep 0.3
-victim=$(pgrep -P $pid -f "die_once.sh" | head -1)  # the backend, a child of cutcheck
+# The backend, below the keeper cutcheck forks for each run (core/process.cpp).
+victim=$(for keeper in $(pgrep -P $pid); do pgrep -P "$keeper" -f "die_once.sh"; done | head -1)
 [ -n "$victim" ] && kill -9 "$victim"
 wait $pid
 rc=$?

@@ -9,6 +9,10 @@
 #include "core/temp_folder.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/progress.h"
+
+#include <optional>
+#include <thread>
 
 namespace cutcheck::cli {
 namespace {
@@ -36,8 +40,9 @@ std::vector<CutKind> kinds_matching(const std::string& patterns) {
 
 void add_conform(CLI::App& app) {
   struct Args {
-    std::string backend, cuts = "*", spec = "random", weights, junit, json, keep = "conform-failures", replay,
-                         tolerance = "bound", precision = "f32";
+    std::string backend, cuts = "*", spec = "random", weights, junit, json, html, keep = "conform-failures", replay,
+                         tolerance = "bound", precision = "f32", shard = "1/1";
+    int jobs = 1;
     std::vector<int64_t> tp{1};
     int cases = 100;
     uint64_t seed = 1;
@@ -85,8 +90,14 @@ void add_conform(CLI::App& app) {
   cmd->add_option("--atol", a->atol, "with a fixed tolerance: the absolute tolerance");
   cmd->add_option("--rtol", a->rtol, "with a fixed tolerance: the relative tolerance");
   cmd->add_option("--nmse", a->nmse, "with a fixed tolerance: the largest NMSE of an output");
+  cmd->add_option("--jobs", a->jobs, "backend runs at once (0: one per core); the report is the same for any number")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
+  cmd->add_option("--shard", a->shard,
+                  "run the I-th of N slices of the cases (1/4 ... 4/4), for a CI matrix; merge-reports joins them")
+      ->capture_default_str();
   cmd->add_option("--junit", a->junit, "write a JUnit XML report here");
-  cmd->add_option("--json", a->json, "write a JSON report here");
+  cmd->add_option("--json", a->json, "write a JSON report here, kept up to date as cases finish");
+  cmd->add_option("--html", a->html, "write a self-contained HTML report here");
   cmd->add_option("--keep", a->keep, "folder for the reproducers of failures")->capture_default_str();
   cmd->add_flag("--no-shrink", a->no_shrink, "report failures as found, unshrunk");
   cmd->add_option("--replay", a->replay, "re-run the case kept in a reproducer folder, and nothing else");
@@ -121,12 +132,11 @@ void add_conform(CLI::App& app) {
                                         a->precision)
                           : fmt::format("cutcheck conform --backend '{}' --tolerance {} --atol {} --rtol {} --nmse {}",
                                         a->backend, a->tolerance, o.tolerance.atol, o.tolerance.rtol, o.tolerance.nmse);
-    const bool tty = isatty(2);
-    o.progress = [tty](int done, int total) {
-      if (tty) fmt::print(stderr, "\r[{}/{}]", done, total);
-      else if (done % std::max(1, total / 10) == 0 || done == total) fmt::print(stderr, "[{}/{}]\n", done, total);
-      if (tty && done == total) fmt::print(stderr, "\n");
-    };
+    check_report_path("--json", a->json);
+    check_report_path("--junit", a->junit);
+    check_report_path("--html", a->html);
+    o.jobs = a->jobs > 0 ? a->jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+    o.shard = Shard::parse(a->shard);
     CommandBackend backend(a->backend, a->timeout);
     InterruptScope interrupts;  // SIGINT, SIGTERM: stop the backend, report what finished, exit 128 + signal
 
@@ -145,20 +155,24 @@ void add_conform(CLI::App& app) {
     if (!a->replay.empty()) {
       CaseResult r = replay(backend, a->replay, o);
       fmt::print("{}: {}\n{}\n", verdict_name(r.verdict), r.c.str(), r.failure);
-      for (const OutputError& e : r.errors)
-        fmt::print("  {}: max abs {:.3g}, max rel {:.3g}, nmse {:.3g}, headroom {:.3g}\n", e.name, e.max_abs, e.max_rel,
-                   e.nmse, e.headroom);
+      for (const OutputError& e : r.errors) fmt::print("  {}\n", output_error_text(e));
       if (!r.stderr_tail.empty()) fmt::print("backend stderr (tail):\n{}\n", r.stderr_tail);
       if (r.verdict != Verdict::passed) throw CheckFailed("the replayed case did not pass");
       return;
     }
+    Progress progress(stderr);
+    std::optional<LiveJsonReport> live;
+    if (!a->json.empty()) live.emplace(a->json);
+    o.on_case = [&](const ConformReport& so_far) {
+      progress.on_case(so_far);
+      if (live) live->update(so_far);
+    };
+    o.on_shrink = [&](const ShrinkProgress& p) { progress.on_shrink(p); };
     ConformReport report = conform(backend, o);
-    fmt::print("{}", summary_table(report));
-    if (!a->junit.empty()) write_file_atomic(a->junit, junit_xml(report));
-    // Every text in the report is clean UTF-8 already (core/text); replacing is the
-    // second line of defence, so that a report is written whatever a backend printed.
-    if (!a->json.empty())
-      write_file_atomic(a->json, report_json(report).dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+    progress.done();
+    const Json json = report_json(report);
+    fmt::print("{}", summary_table(json));
+    write_reports(json, a->json, a->junit, a->html);
     if (report.interrupted) throw Interrupted{report.interrupted};
     if (!report.stopped.empty()) throw CheckFailed(report.stopped);
     if (!report.passed()) throw CheckFailed("conformance failed");

@@ -17,6 +17,7 @@ void add_import_llama2c(CLI::App& app);
 void add_check(CLI::App& app);
 void add_conform(CLI::App& app);
 void add_mutate(CLI::App& app);
+void add_merge_reports(CLI::App& app);
 void add_export_mlir(CLI::App& app);
 void add_export_onnx(CLI::App& app);
 void add_tolerance_report(CLI::App& app);

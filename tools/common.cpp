@@ -40,6 +40,13 @@ const CLI::Validator tp_width(
     },
     "TP");
 
+void check_report_path(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!path.empty() && fs::exists(status) && !fs::is_regular_file(status))
+    throw Error(fmt::format("{} '{}': exists and is not a regular file; refusing to replace it", option, path));
+}
+
 ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir) {
   if (!spec.empty()) return load_spec(spec);
   if (!weights_dir.empty() && fs::exists(fs::path(weights_dir) / "spec.json"))

@@ -24,6 +24,11 @@ std::vector<int32_t> parse_token_list(const std::string& text);
 // names f32 and bf16 are refused with the new ones named.
 Tolerance tolerance_option(const std::string& tolerance, const std::string& precision);
 
+// Refuses, before any work, a report destination that exists and is not a regular file
+// (a folder, FIFO or device), naming the option: write_file_atomic would refuse it only
+// once the run is over.
+void check_report_path(const std::string& option, const std::string& path);
+
 // For seed options: a decimal number in [0, 2^64), refused (not clamped or wrapped) otherwise.
 extern const CLI::Validator seed_number;
 

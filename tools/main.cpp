@@ -8,10 +8,12 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/limits.h"
+#include "core/version.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cutcheck: a reference interpreter and property checker for transformer-decoder programs"};
+  app.set_version_flag("--version", cutcheck::version_line());
   app.require_subcommand(1);
   cutcheck::cli::add_author(app);
   cutcheck::cli::add_weights(app);
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_check(app);
   cutcheck::cli::add_conform(app);
   cutcheck::cli::add_mutate(app);
+  cutcheck::cli::add_merge_reports(app);
   cutcheck::cli::add_export_mlir(app);
   cutcheck::cli::add_export_onnx(app);
   cutcheck::cli::add_tolerance_report(app);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/version.h"
 #include "mlir/compile.h"
 #include "mlir/runtime.h"
 #include "program/folder.h"
@@ -59,6 +60,7 @@ void run(const std::string& folder, const std::string& inputs_file, const std::s
 
 int main(int argc, char** argv) {
   CLI::App app{"cutcheck-mlir: a conformance backend that compiles programs with MLIR 22 and runs them"};
+  app.set_version_flag("--version", cutcheck::version_line("cutcheck-mlir"));
   app.require_subcommand(1);
   std::string folder, inputs, outputs, precision = "spec", cache;
   bool verbose = false;
