@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <exception>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "conform/bisect.h"
 #include "conform/case_files.h"
@@ -19,6 +21,7 @@
 #include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"
+#include "model/weights.h"
 #include "properties/rc_engine.h"
 
 namespace cutcheck {
@@ -34,19 +37,16 @@ bool ConformReport::passed() const { return count(Verdict::failed) == 0 && count
 CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& o, const fs::path& work) {
   const auto start = std::chrono::steady_clock::now();
   CaseResult r{c};
-  try {
-    fs::create_directories(work);
-    auto [weights, dir] = case_weights(c, o, work);
-    write_program(c.cut, c.spec, c.tp, dir, work / "program");
-    const TensorMap in = case_inputs(c);
-    const TensorMap want = ReferenceRunner(c.spec, weights).run(c.cut, in);
-    write_safetensors(work / "inputs.safetensors", in);
-    write_safetensors(work / "expected.safetensors", want);
-    judge(backend, c, c.cut, c.tp, work / "program", in, want, o.tolerance, r, work / "actual.safetensors");
-  } catch (const std::exception& e) {  // writing the case failed: a cutcheck problem, reported as such
-    r.verdict = Verdict::failed;
-    r.failure = fmt::format("cutcheck could not prepare the case: {}", e.what());
-  }
+  // Preparing the case is cutcheck's work: an error there (weights that cannot be read, a
+  // full disk) is the user's or cutcheck's and propagates; only the backend is judged.
+  fs::create_directories(work);
+  auto [weights, dir] = case_weights(c, o, work);
+  write_program(c.cut, c.spec, c.tp, dir, work / "program");
+  const TensorMap in = case_inputs(c);
+  const TensorMap want = ReferenceRunner(c.spec, weights).run(c.cut, in);
+  write_safetensors(work / "inputs.safetensors", in);
+  write_safetensors(work / "expected.safetensors", want);
+  judge(backend, c, c.cut, c.tp, work / "program", in, want, o.tolerance, r, work / "actual.safetensors");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -142,6 +142,20 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
   std::vector<Pending> pending;
   std::set<CutKind> kinds_failed;
 
+  // Weights given with --weights are read once before any backend runs: a file cutcheck
+  // cannot read (a dtype other than f32, a shape the spec does not have) is the user's error.
+  if (!o.weights.empty()) {
+    if (!o.spec) throw Error("--weights needs --spec");
+    read_weights(fs::absolute(o.weights), *o.spec);
+  }
+  // RapidCheck takes any exception in a property for a failing case: an error of cutcheck's
+  // own (or an interrupt) is kept here and thrown again once RapidCheck has returned.
+  std::exception_ptr error;
+  auto rethrow = [&error] {
+    if (error) std::rethrow_exception(std::exchange(error, nullptr));
+    throw_if_interrupted();
+  };
+
   try {
     for (int i = 0; i < o.cases; ++i) {
       std::pair<CaseResult, fs::path> first;
@@ -150,12 +164,13 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
         try {
           first = evaluate(*gen);
           ran = true;
-        } catch (const Interrupted&) {
-          return;  // RapidCheck takes any exception for a failure; looked at below
+        } catch (...) {
+          error = std::current_exception();
+          return;
         }
         if (first.first.verdict == Verdict::failed) RC_FAIL(first.first.failure);
       });
-      throw_if_interrupted();
+      rethrow();
       if (!ran) throw Error(fmt::format("case {} could not be generated", i));
       report.results.push_back(first.first);
       if (o.progress) o.progress(i + 1, o.cases);
@@ -182,12 +197,13 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
         run_property(run, [&] {
           const Case c = *gen;
           if (evaluate.runs() - before >= o.shrink_budget || Clock::now() >= deadline ||
-              interrupt_signal())
+              interrupt_signal() || error)
             return;  // no budget left: accept no more
           std::pair<CaseResult, fs::path> e;
           try {
             e = evaluate(c);
-          } catch (const Interrupted&) {
+          } catch (...) {
+            error = std::current_exception();
             return;
           }
           if (e.first.verdict != Verdict::failed) return;
@@ -195,7 +211,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
           kept = e.second;
           RC_FAIL(e.first.failure);
         });
-        throw_if_interrupted();
+        rethrow();
         f.shrink_runs = evaluate.runs() - before;
       }
       if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
