@@ -51,9 +51,9 @@ class CommandLowered : public Lowered {
       return outputs;
     } catch (const Error& e) {
       fs::remove_all(scratch);
-      std::string why = e.what();  // name the file as the protocol does, not by its scratch path
-      for (size_t at; (at = why.find(out.string())) != std::string::npos;) why.replace(at, out.string().size(), "OUT");
-      throw BackendFailed(fmt::format("the backend exited 0 but its outputs cannot be read: {}", why), r.stderr_tail);
+      throw BackendFailed(fmt::format("the backend exited 0 but the outputs it was to write (--outputs) cannot be read: {}",
+                                      e.what()),
+                          r.stderr_tail);
     }
   }
 

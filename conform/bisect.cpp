@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "author/author.h"
 #include "conform/case_files.h"
 #include "conform/judge.h"
@@ -106,7 +108,11 @@ Bisection bisect(Backend& backend, const Case& c, const ConformOptions& o, const
   if (c.cut.part() != Part::whole)
     return {"", first_failing_value(backend, c, c.cut, c.tp, weights, dir, known, work, o.tolerance)};
   ReferenceRunner reference(c.spec, weights);
-  for (const Cut& piece : pieces_of(c.cut, c.spec)) {
+  // When the first piece fails, the later ones run too: a backend that fails whatever it
+  // runs (or rounds everything) has no piece to blame, and saying "the embed" would mislead.
+  std::optional<Bisection> first;
+  const std::vector<Cut> pieces = pieces_of(c.cut, c.spec);
+  for (const Cut& piece : pieces) {
     TensorMap in;
     for (const Port& port : signature(piece, c.spec).inputs) in.emplace(port.name, known.at(port.name));
     Expected want = reference.expect(piece, in, o.tolerance);
@@ -119,11 +125,20 @@ Bisection bisect(Backend& backend, const Case& c, const ConformOptions& o, const
     judge(backend, piece_case, piece, tp, folder, in, want, o.tolerance, r, {});
     if (r.verdict == Verdict::unsupported)
       return {fmt::format("not bisected: the backend does not support the piece {} ({})", piece.str(), r.failure), ""};
-    if (r.verdict == Verdict::failed)
-      return {fmt::format("{} ({}): {}", piece_label(piece), piece.str(), r.failure),
-              first_failing_value(backend, piece_case, piece, tp, weights, dir, in, work, o.tolerance)};
+    if (r.verdict == Verdict::failed && !first) {
+      Bisection here{fmt::format("{} ({}): {}", piece_label(piece), piece.str(), r.failure),
+                     first_failing_value(backend, piece_case, piece, tp, weights, dir, in, work, o.tolerance)};
+      if (&piece != &pieces.front()) return here;
+      first = here;  // the first piece: go on, does every piece fail?
+    } else if (r.verdict != Verdict::failed && first) {
+      return *first;  // the first piece fails and a later one does not: the first is to blame
+    }
     for (auto& [name, t] : want.values) known[name] = t;
   }
+  if (first)
+    return {fmt::format("inconclusive: every piece fails alone ({} pieces), so none is to blame; the first: {}",
+                        pieces.size(), first->piece),
+            ""};
   return {"every piece passes alone: the pieces disagree only when composed", ""};
 }
 

@@ -15,7 +15,8 @@ namespace cutcheck {
 
 struct Bisection {
   // For a whole cut: "layer 1 (decode_layer{layer=1,ctx=16}): ...", or why bisection
-  // stopped; empty for a cut that is already a piece.
+  // stopped ("inconclusive: every piece fails alone ..." when no piece is to blame);
+  // empty for a cut that is already a piece.
   std::string piece;
   // The first value of the failing piece outside its tolerance, "%l1.probs (layer 1:
   // softmax over the cache rows): ...", or why it was not found; empty when the failure

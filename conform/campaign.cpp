@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <exception>
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "conform/bisect.h"
 #include "conform/case_files.h"
@@ -24,6 +26,7 @@
 #include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 
@@ -38,21 +41,17 @@ bool ConformReport::passed() const { return count(Verdict::failed) == 0 && count
 CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& o, const fs::path& work) {
   const auto start = std::chrono::steady_clock::now();
   CaseResult r{c};
-  try {
-    fs::create_directories(work);
-    auto [weights, dir] = case_weights(c, o, work);
-    write_program(c.cut, c.spec, c.tp, dir, work / "program");
-    const TensorMap in = case_inputs(c);
-    const Expected want = ReferenceRunner(c.spec, weights).expect(c.cut, in, o.tolerance);
-    write_safetensors(work / "inputs.safetensors", in);
-    write_safetensors(work / "expected.safetensors", want.values);
-    if (!want.bounds.empty()) write_safetensors(work / "bounds.safetensors", want.bounds);
-    judge(backend, c, c.cut, c.tp, work / "program", in, want, o.tolerance, r, work / "actual.safetensors");
-  } catch (const std::exception& e) {  // writing the case failed: a cutcheck problem, reported as such
-    r.verdict = Verdict::failed;
-    r.failure = fmt::format("cutcheck could not prepare the case: {}", e.what());
-    r.failure_type = "cutcheck";
-  }
+  // Preparing the case is cutcheck's work: an error there (weights that cannot be read, a
+  // full disk) is the user's or cutcheck's and propagates; only the backend is judged.
+  fs::create_directories(work);
+  auto [weights, dir] = case_weights(c, o, work);
+  write_program(c.cut, c.spec, c.tp, dir, work / "program");
+  const TensorMap in = case_inputs(c);
+  const Expected want = ReferenceRunner(c.spec, weights).expect(c.cut, in, o.tolerance);
+  write_safetensors(work / "inputs.safetensors", in);
+  write_safetensors(work / "expected.safetensors", want.values);
+  if (!want.bounds.empty()) write_safetensors(work / "bounds.safetensors", want.bounds);
+  judge(backend, c, c.cut, c.tp, work / "program", in, want, o.tolerance, r, work / "actual.safetensors");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -141,8 +140,9 @@ class Shrinker {
       if (to_run > 0 && o_.on_shrink) o_.on_shrink({index, out.runs, o_.shrink_budget, out.smallest.result.c});
       for (int i = 0; i < to_run; ++i) {
         CasePool::Done d = pool_.next();
-        if (d.interrupted) {  // the others stop as well; take them, then stop
+        if (d.interrupted || d.error) {  // the others stop as well; take them, then stop
           while (pool_.pending() > 0) pool_.next();
+          if (d.error) std::rethrow_exception(d.error);
           throw Interrupted{d.interrupted};
         }
         batch[size_t(d.ticket)].done = std::move(d);
@@ -241,6 +241,12 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
   report.planned = int(mine.size());
   if (mine.empty())
     throw Error(fmt::format("shard {} of {} cases is empty: use at most as many shards as cases", o.shard.str(), o.cases));
+  // Weights given with --weights are read once before any backend runs: a file cutcheck
+  // cannot read (a dtype other than f32, a shape the spec does not have) is the user's error.
+  if (!o.weights.empty()) {
+    if (!o.spec) throw Error("--weights needs --spec");
+    read_weights(fs::absolute(o.weights), *o.spec);
+  }
   CasePool pool(backend, o, o.jobs);
   for (int i : mine) pool.submit(i, campaign_case(gen, o, i).value(), root / fmt::format("case-{}", i));
 
@@ -250,6 +256,11 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
   bool prefix_judged = false;
   while (pool.pending() > 0) {
     CasePool::Done d = pool.next();
+    if (d.error) {  // cutcheck could not prepare a case: stop, and say why (never the backend's failure)
+      pool.cancel();
+      while (pool.pending() > 0) pool.next();
+      std::rethrow_exception(d.error);
+    }
     if (d.interrupted) {
       report.interrupted = d.interrupted;
       pool.cancel();
@@ -272,6 +283,20 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
     }
     if (o.on_case) o.on_case(report);
   }
+
+  // Weights given with --weights are read once before any backend runs: a file cutcheck
+  // cannot read (a dtype other than f32, a shape the spec does not have) is the user's error.
+  if (!o.weights.empty()) {
+    if (!o.spec) throw Error("--weights needs --spec");
+    read_weights(fs::absolute(o.weights), *o.spec);
+  }
+  // RapidCheck takes any exception in a property for a failing case: an error of cutcheck's
+  // own (or an interrupt) is kept here and thrown again once RapidCheck has returned.
+  std::exception_ptr error;
+  auto rethrow = [&error] {
+    if (error) std::rethrow_exception(std::exchange(error, nullptr));
+    throw_if_interrupted();
+  };
 
   try {
     throw_if_interrupted();

@@ -85,7 +85,8 @@ struct CaseResult {
   // Of a failed case: "mismatch" when outputs came back and differ (a JUnit <failure>), or
   // what kept them from being compared (a JUnit <error>): "timeout", "crash" (a signal),
   // "exit" (a failing exit code), "protocol" (outputs missing, unreadable, misnamed or
-  // mistyped; an exception from an in-process backend), "cutcheck" (cutcheck's own).
+  // mistyped; an exception from an in-process backend). cutcheck's own errors are no
+  // case's: they stop the campaign (exit 2).
   std::string failure_type = {};
   std::vector<OutputError> errors = {};  // per output, when outputs came back
   std::string stderr_tail = {};

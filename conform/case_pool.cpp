@@ -62,8 +62,10 @@ void CasePool::work_loop() {
       d.result = run_case(backend_, task.c, o_, task.work);
     } catch (const Interrupted& e) {
       d.interrupted = e.signal;
+    } catch (...) {
+      d.error = std::current_exception();
     }
-    if (d.interrupted || d.result.verdict != Verdict::failed) {
+    if (d.interrupted || d.error || d.result.verdict != Verdict::failed) {
       std::error_code ec;
       fs::remove_all(task.work, ec);
     }

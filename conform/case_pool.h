@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@ class CasePool {
     CaseResult result;
     fs::path work;        // kept when the case failed, removed otherwise
     int interrupted = 0;  // the signal that stopped the run; the result is then empty
+    std::exception_ptr error;  // cutcheck's own error preparing the case; the result is then empty
   };
 
   // Runs `c` in `work` (created) once a thread is free.

@@ -40,7 +40,13 @@ void keep_given_weights(const Failure& f, const ConformOptions& o) {
     if (c.tp > 1) write_shards(dir, read_weights(dir, c.spec), c.spec, c.tp);
   }
   write_file_atomic(f.reproducer / "weights.json", record.dump(2) + "\n");
-  if (c.tp == 1 || fs::exists(dir / shard_file(c.tp, 0))) write_program(c.cut, c.spec, c.tp, dir, f.reproducer / "program");
+  if (c.tp == 1 || fs::exists(dir / shard_file(c.tp, 0))) {
+    write_program(c.cut, c.spec, c.tp, dir, f.reproducer / "program");
+  } else {
+    // A split of weights too large to copy, whose folder has no shards: the program would
+    // read shards that are nowhere. Replay makes them again; no stale folder is kept.
+    fs::remove_all(f.reproducer / "program");
+  }
 }
 
 }  // namespace

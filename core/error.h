@@ -75,4 +75,8 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// The exit code a command ends with when `e` stops it (docs/exit-codes.md): 77 for
+// NotYet, 2 for every other Error (usage, input, setup), 70 for anything else (a bug).
+int exit_code_of(const std::exception& e);
+
 }  // namespace cutcheck

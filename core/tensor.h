@@ -59,7 +59,6 @@ class Tensor {
   const Shape& shape() const { return type_.shape; }
   int64_t elements() const { return elements_; }
   uint64_t bytes() const { return uint64_t(elements_) * dtype_size(type_.dtype); }
-  bool writable() const { return writable_; }
 
   std::span<const std::byte> raw() const { return {data_, bytes()}; }
   std::span<std::byte> raw_mut();

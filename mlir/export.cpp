@@ -508,6 +508,12 @@ class Lowering {
 
 }  // namespace
 
+MlirPrecision parse_mlir_precision(const std::string& name) {
+  if (name == "spec") return MlirPrecision::spec;
+  if (name == "f32") return MlirPrecision::f32;
+  throw Error(fmt::format("--precision '{}': choose spec (f64 sums, as the language says) or f32", name));
+}
+
 MlirExport export_mlir(const Program& program, const Manifest& manifest, MlirPrecision precision) {
   if (program.replica)
     throw NotYet(fmt::format("{} is chip {} of a {}-way split: tp splits are not exported", program.label,

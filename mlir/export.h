@@ -20,6 +20,9 @@ enum class MlirPrecision {
   f32,
 };
 
+// "spec" or "f32", as --precision takes them; throws Error naming the choices otherwise.
+MlirPrecision parse_mlir_precision(const std::string& name);
+
 struct MlirExport {
   std::string text;      // the module
   std::string function;  // the func.func's name

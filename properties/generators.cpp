@@ -109,6 +109,4 @@ rc::Gen<TensorMap> gen_tensor_map() {
   });
 }
 
-std::vector<CutKind> whole_cut_kinds() { return {CutKind::decode, CutKind::batch, CutKind::prefill, CutKind::forward}; }
-
 }  // namespace cutcheck

@@ -40,13 +40,4 @@ rc::Gen<Cut> gen_any_cut(const ModelSpec& spec);
 // arbitrary bits.
 rc::Gen<TensorMap> gen_tensor_map();
 
-std::vector<CutKind> whole_cut_kinds();  // Decode, Batch, Prefill, Forward
-
 }  // namespace cutcheck
-
-namespace rc {
-template <>
-struct Arbitrary<cutcheck::ModelSpec> {
-  static Gen<cutcheck::ModelSpec> arbitrary() { return cutcheck::gen_spec(); }
-};
-}  // namespace rc

@@ -39,6 +39,25 @@ for via in decode prefill batch pieces; do
   [ "$got" = "$first" ] || { echo "via $via gave '$got', auto gave '$first'"; exit 1; }
 done
 
+# generate --backend --compare: a correct backend matches; a faulty one is stopped at the
+# first step whose token differs (found here from two separate generations), exit 1.
+out=$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 20 --backend "$cutcheck run" --compare)
+grep -q "all 20 tokens match the reference's" <<<"$out" || { echo "compare, correct backend: $out"; exit 1; }
+faulty="$cutcheck run --fault kv-write-wrong-row"
+read -ra want <<<"$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 20)"
+read -ra got <<<"$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 20 --backend "$faulty")"
+step=0
+while [ "${want[$step]}" = "${got[$step]}" ]; do step=$((step + 1)); done
+set +e
+out=$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 20 --backend "$faulty" --compare 2>&1)
+status=$?
+set -e
+[ "$status" = 1 ] || { echo "compare, faulty backend: exit $status: $out"; exit 1; }
+grep -q "^step $step (position $((step + 2))): the backend chose token ${got[$step]}, the reference ${want[$step]}$" <<<"$out" &&
+  grep -q "^  reference top-2: ${want[$step]} ([-0-9.e]*), [0-9]* ([-0-9.e]*)$" <<<"$out" &&
+  grep -q "^  backend   top-2: ${got[$step]} ([-0-9.e]*), [0-9]* ([-0-9.e]*)$" <<<"$out" ||
+  { echo "compare, faulty backend: not step $step: $out"; exit 1; }
+
 # A tp split runs on the unsplit inputs and gives the unsplit results, within rounding.
 "$cutcheck" weights --spec tiny --seed 7 --dir weights --tp 2 >/dev/null
 "$cutcheck" author --spec tiny --cut 'decode{ctx=16}' --dir weights --out split --tp 2 >/dev/null
@@ -87,6 +106,8 @@ expect_exit() {
   [ "$got" = "$want" ] || { echo "expected exit $want, got $got: $*"; exit 1; }
 }
 expect_exit 2 frobnicate
+expect_exit 2 genrate
+expect_error "unknown command 'genrate'; did you mean 'generate'?" genrate --steps 3
 expect_exit 2 run --no-such-option
 expect_exit 2 check --cases 1 --seed 18446744073709551616
 expect_exit 2 check --cases 1 --seed -1
@@ -96,6 +117,9 @@ expect_exit 2 weights --spec tiny --dir w0 --tp 0
 expect_exit 2 weights --spec tiny --dir w3 --tp 3
 [ ! -e w0 ] && [ ! -e w3 ] || { echo "a refused weights command wrote files"; exit 1; }
 expect_exit 0 --help
+expect_exit 2 generate --weights weights --steps 3 --compare                   # --compare needs --backend
+expect_exit 2 generate --spec tiny --steps 3 --backend "$cutcheck run"          # --backend needs --weights
+expect_exit 77 generate --weights weights --steps 3 --backend "$cutcheck run" --tp 2  # not split yet
 
 # A FIFO where a file is read is refused at once (never waits for a writer).
 mkfifo fifo
@@ -112,6 +136,10 @@ fifo_refused inputs fifo_program --out i.safetensors
 cp -r decode fifo_manifest && rm fifo_manifest/manifest.json && ln -s ../fifo fifo_manifest/manifest.json
 fifo_refused run fifo_manifest --inputs in.safetensors --outputs o.safetensors
 
+if [ -n "${CUTCHECK_REQUIRE_SHARED:-}" ] && [ ! -f "$shared/models/stories260K.bin" ]; then
+  echo "CUTCHECK_REQUIRE_SHARED is set, but '$shared/models/stories260K.bin' is not there"
+  exit 1
+fi
 if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
   "$cutcheck" import-llama2c "$shared/models/stories260K.bin" --out stories >/dev/null
   want=$(python3 -c "import json,sys; print(' '.join(map(str, json.load(open(sys.argv[1]))['tokens'])))" \

@@ -3,9 +3,12 @@
 # down, and nothing it or a backend started, and no temporary file, outlives the run.
 # Usage: cli_hostile_backends.sh CUTCHECK
 set -uo pipefail
-cutcheck=$1
 backends=$(cd "$(dirname "$0")/backends" && pwd)
 work=$(mktemp -d)
+# cutcheck runs through a link of this test's own, so its processes (and `cutcheck run`
+# backends) are told apart from those of tests running beside this one.
+mkdir "$work/bin" && ln -s "$1" "$work/bin/cutcheck"
+cutcheck=$work/bin/cutcheck
 export CUTCHECK_TEST_MARKER="cutcheck-hostile-$$-$RANDOM"
 cleanup() {
   pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
@@ -18,11 +21,12 @@ export TMPDIR=$work/tmp  # private: every temporary folder cutcheck makes must b
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# Nothing left: no process carrying the marker, nothing in TMPDIR, no OUT.tmp.* litter.
+# Nothing left: no cutcheck, no process carrying the marker, nothing in TMPDIR, no
+# OUT.tmp.* litter.
 nothing_left() {
   sleep 0.2
   local left
-  left=$(pgrep -af "$CUTCHECK_TEST_MARKER" | grep -v pgrep)
+  left=$(pgrep -af "$CUTCHECK_TEST_MARKER|$cutcheck" | grep -v pgrep)
   [ -z "$left" ] || fail "$1: processes left: $left"
   pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
   [ -z "$(ls -A tmp)" ] || fail "$1: left in TMPDIR: $(ls -A tmp)"
@@ -53,6 +57,16 @@ done
 # A normal campaign (the reference) leaves nothing.
 conform --backend "$cutcheck run" --cases 2 || fail "the reference did not pass: $(cat out.txt err.txt)"
 nothing_left "a normal campaign"
+
+# A failed campaign, shrunk, bisected and kept, leaves nothing but its reproducers.
+conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --cases 10 --json report.json
+rc=$?
+[ $rc = 1 ] || fail "a faulty backend: exited $rc, not 1"
+python3 -c "import json,sys; f=json.load(open('report.json'))['failures']; assert f and f[0]['shrunk'], f" ||
+  fail "a faulty backend: no shrunk failure in the report"
+[ -f keep/case-0/case.json ] || [ -n "$(ls keep/*/case.json 2>/dev/null)" ] || fail "a faulty backend: no reproducer kept"
+nothing_left "a failed campaign"
+rm -rf keep
 
 # A backend that leaves setsid grandchildren behind: all of them are killed.
 conform --backend "$backends/grandchild.sh" --cases 2 --no-shrink

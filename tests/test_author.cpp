@@ -63,17 +63,7 @@ TEST(Run, ThreadsGiveTheSameBits) {
   for (const auto& [name, t] : one_thread) EXPECT_TRUE(t.same_bits(two_threads.at(name))) << name;
 }
 
-TEST(Author, TextDoesNotDependOnTheWeightsFolder) {
-  ModelSpec spec = builtin_spec("tiny");
-  for (CutKind kind : all_cut_kinds()) {
-    Cut cut{kind, 1, 2, 5};
-    Authored a = write(cut, spec, "one/place"), b = write(cut, spec, "/another/place");
-    EXPECT_EQ(a.text, b.text) << cut.str();
-    EXPECT_EQ(a.manifest.dir, "one/place");
-    EXPECT_EQ(b.manifest.dir, "/another/place");
-    EXPECT_EQ(a.manifest.weights, b.manifest.weights);
-  }
-}
+// The text does not depend on the weights folder: the property dir_independence (test_properties).
 
 TEST(Author, ManifestNamesEveryDeclaredWeight) {
   ModelSpec spec = builtin_spec("tiny");

@@ -44,6 +44,7 @@ struct Bad {
   std::function<void()> trigger;
   std::type_index error;
   std::string place;  // the message must contain this
+  int exit_code = 2;  // what the command line exits with (docs/exit-codes.md)
 };
 
 void PrintTo(const Bad& bad, std::ostream* os) { *os << bad.name; }
@@ -334,7 +335,24 @@ std::vector<Bad> catalog() {
   c.push_back({"reproduce string that is garbage", [] {
                  check(find_property("composition.decode"), Subject::reference(), {1, 1, true, "reproduce=@@@"});
                },
-               is<Error>(), "cannot read the reproduce string"});
+               is<InputError>(), "'reproduce' must be followed by '=' and RapidCheck's encoding"});
+  c.push_back({"reproduce string that holds nothing", [] {
+                 check(find_property("composition.decode"), Subject::reference(), {1, 1, true, "reproduce=A"});
+               },
+               is<InputError>(), "the reproduce string ends within the property count"});
+  // Found by fuzz_replay: RapidCheck reads a generator's last byte past the end of the
+  // data. One property, an empty name, the key, bits and counter, and then nothing.
+  c.push_back({"reproduce string that ends before the generator's last byte", [] {
+                 check(find_property("composition.decode"), Subject::reference(),
+                       {1, 1, true, "reproduce=BAAA" + std::string(44, 'A')});
+               },
+               is<InputError>(), "the reproduce string ends within the generator's bit index"});
+  // Found by fuzz_replay: a name length RapidCheck would have reserved (4 TB) before reading.
+  c.push_back({"reproduce string naming a property of terabytes", [] {
+                 check(find_property("composition.decode"), Subject::reference(),
+                       {1, 1, true, "es=10 reproduce=ffffffduceff"});
+               },
+               is<InputError>(), "the reproduce string: a property name of 4326970780639 bytes, in 9 bytes"});
 
   // Wrong types: result sizes that overflow are refused, never wrapped into a type that verifies.
   c.push_back({"concatenate whose size wraps to 0", [] {
@@ -425,6 +443,7 @@ TEST_P(BadInput, IsRefusedWithTheRightErrorAndPlace) {
   } catch (const std::exception& e) {
     EXPECT_EQ(std::type_index(typeid(e)), bad.error) << bad.name << ": " << e.what();
     EXPECT_THAT(e.what(), ::testing::HasSubstr(bad.place)) << bad.name;
+    EXPECT_EQ(exit_code_of(e), bad.exit_code) << bad.name << ": " << e.what();
   }
 }
 
@@ -463,14 +482,26 @@ TEST(Paths, ManifestEntriesCannotLeaveTheirFolder) {
   EXPECT_THROW(load_weights(Manifest::from_json(j, "m"), dir), IoError);
 }
 
+// A lower memory limit for one scope, put back however the scope ends.
+class ScopedMemoryLimit {
+ public:
+  explicit ScopedMemoryLimit(uint64_t bytes) : saved_(memory_limit()) { set_memory_limit(bytes); }
+  ~ScopedMemoryLimit() { set_memory_limit(saved_); }
+  ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
+  ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
+
+ private:
+  uint64_t saved_;
+};
+
 TEST(Limits, AMemoryBombIsRefusedBeforeAllocating) {
-  const uint64_t saved = memory_limit();
-  set_memory_limit(1 << 20);
-  // Far beyond what the machine could allocate: were it attempted, this would not throw
-  // a LimitError but die.
-  EXPECT_THROW(Tensor(TensorType{DType::f32, {1 << 30, 1 << 30}}), LimitError);
-  EXPECT_THROW(program(head + "input %x : f32[512,1024]\n%y = negate %x : f32[512,1024]\noutput y = %y\n"), LimitError);
-  set_memory_limit(saved);
+  {
+    ScopedMemoryLimit limit(1 << 20);
+    // Far beyond what the machine could allocate: were it attempted, this would not throw
+    // a LimitError but die.
+    EXPECT_THROW(Tensor(TensorType{DType::f32, {1 << 30, 1 << 30}}), LimitError);
+    EXPECT_THROW(program(head + "input %x : f32[512,1024]\n%y = negate %x : f32[512,1024]\noutput y = %y\n"), LimitError);
+  }
   EXPECT_NO_THROW(program(head + "input %x : f32[512,1024]\n%y = negate %x : f32[512,1024]\noutput y = %y\n"));
   EXPECT_EQ(parse_byte_size("16G"), uint64_t{16} << 30);
   EXPECT_THROW(parse_byte_size("lots"), Error);

@@ -30,16 +30,7 @@ TEST(Text, PrintParsePrintIsStable) {
   EXPECT_EQ(p.inputs[1].range, (std::pair<int64_t, int64_t>{0, 7}));
 }
 
-TEST(Text, EveryAuthoredCutRoundTrips) {
-  for (const char* name : {"tiny", "stories260K"}) {
-    ModelSpec spec = builtin_spec(name);
-    for (CutKind kind : all_cut_kinds()) {
-      Cut cut{kind, 1, 3, 8};
-      std::string text = write(cut, spec, "w").text;
-      EXPECT_EQ(print(parse_and_verify(text)), text) << cut.str();
-    }
-  }
-}
+// Authored programs print back to themselves: the property roundtrip.program (test_properties).
 
 TEST(Text, NumbersReadBackExactly) {
   for (float v : {1e-5f, 0.1f, 3.4028235e38f, 1.17549435e-38f, -0.0f, 123456.789f}) {

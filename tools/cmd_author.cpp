@@ -1,12 +1,38 @@
 #include <fmt/format.h>
 
 #include "author/author.h"
+#include "core/error.h"
+#include "model/weights.h"
 #include "model/sharding.h"
 #include "program/folder.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
 namespace cutcheck::cli {
+namespace {
+
+// A --dir that already holds weights must hold this spec's: a mismatch found now, not at
+// the first run. A folder not there yet (weights written later) is fine.
+void check_weights_fit(const fs::path& dir, const ModelSpec& spec) {
+  const fs::path spec_file = dir / "spec.json";
+  if (fs::exists(spec_file)) {
+    const ModelSpec theirs = load_spec(spec_file.string());
+    ModelSpec renamed = theirs;
+    renamed.name = spec.name;  // the name is a label: the fields must agree
+    if (!(renamed == spec))
+      throw InputError(fmt::format("--dir '{}' holds the weights of another spec ({}: {}), not of {}", dir.string(),
+                                   spec_file.string(), theirs.summary(), spec.summary()));
+  }
+  if (fs::exists(weights_file(dir))) {
+    try {
+      read_weights(dir, spec);
+    } catch (const FormatError& e) {
+      throw InputError(fmt::format("--dir '{}' does not hold weights of {}: {}", dir.string(), spec.summary(), e.what()));
+    }
+  }
+}
+
+}  // namespace
 
 void add_author(CLI::App& app) {
   struct Args {
@@ -25,6 +51,7 @@ void add_author(CLI::App& app) {
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     Cut cut = Cut::parse(args->cut, "--cut");
+    check_weights_fit(args->dir, spec);
     // A relative --dir is kept relative (to each program folder); an absolute one, absolute.
     write_cut_folder(cut, spec, args->tp, args->dir, args->out, !fs::path(args->dir).is_absolute());
     if (args->tp == 1) {

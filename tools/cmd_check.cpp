@@ -16,14 +16,8 @@ namespace {
 // by a glob ("round*"); several filters separate with commas.
 bool selected(const std::string& name, const std::string& filters) {
   if (filters.empty()) return true;
-  size_t start = 0;
-  while (start <= filters.size()) {
-    size_t end = filters.find(',', start);
-    if (end == std::string::npos) end = filters.size();
-    std::string f = filters.substr(start, end - start);
+  for (const std::string& f : split_list(filters))
     if (!f.empty() && (name == f || name.starts_with(f + ".") || fnmatch(f.c_str(), name.c_str(), 0) == 0)) return true;
-    start = end + 1;
-  }
   return false;
 }
 

@@ -2,6 +2,8 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "conform/op_suite.h"
 #include "conform/report.h"
 #include "core/error.h"
@@ -19,19 +21,12 @@ namespace {
 
 std::vector<CutKind> kinds_matching(const std::string& patterns) {
   std::vector<CutKind> out;
-  for (CutKind k : all_cut_kinds()) {
-    size_t start = 0;
-    while (start <= patterns.size()) {
-      size_t end = patterns.find(',', start);
-      if (end == std::string::npos) end = patterns.size();
-      std::string p = patterns.substr(start, end - start);
-      if (!p.empty() && fnmatch(p.c_str(), cut_kind_name(k).c_str(), 0) == 0) {
-        out.push_back(k);
-        break;
-      }
-      start = end + 1;
-    }
-  }
+  const std::vector<std::string> items = split_list(patterns);
+  for (CutKind k : all_cut_kinds())
+    if (std::any_of(items.begin(), items.end(), [&](const std::string& p) {
+          return !p.empty() && fnmatch(p.c_str(), cut_kind_name(k).c_str(), 0) == 0;
+        }))
+      out.push_back(k);
   if (out.empty()) throw Error(fmt::format("--cuts '{}' matches no cut kind", patterns));
   return out;
 }

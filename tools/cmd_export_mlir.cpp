@@ -8,12 +8,6 @@
 
 namespace cutcheck::cli {
 
-MlirPrecision parse_precision(const std::string& name) {
-  if (name == "spec") return MlirPrecision::spec;
-  if (name == "f32") return MlirPrecision::f32;
-  throw Error(fmt::format("--precision '{}': choose spec (f64 sums, as the language says) or f32", name));
-}
-
 void add_export_mlir(CLI::App& app) {
   struct Args {
     std::string folder, out, precision = "spec";
@@ -27,7 +21,7 @@ void add_export_mlir(CLI::App& app) {
   cmd->callback([args] {
     if (!chip_folders(args->folder).empty()) throw NotYet("tp splits are not exported: export one program folder");
     ProgramFolder f = ProgramFolder::read(args->folder);
-    MlirExport e = export_mlir(f.program, f.manifest, parse_precision(args->precision));
+    MlirExport e = export_mlir(f.program, f.manifest, parse_mlir_precision(args->precision));
     write_file_atomic(args->out, e.text);
     fmt::print("wrote {} (@{}: {} arguments, {} results)\n", args->out, e.function, e.arguments, e.results);
   });

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -13,6 +14,35 @@
 #include "tools/common.h"
 
 namespace cutcheck::cli {
+namespace {
+
+// "7 (3.2154), 12 (3.0011)": the two largest logits, the lower index first on ties.
+std::string top_two(const std::vector<float>& logits) {
+  size_t first = 0, second = logits.size() > 1 ? 1 : 0;
+  if (logits.size() > 1 && logits[1] > logits[0]) std::swap(first, second);
+  for (size_t i = 2; i < logits.size(); ++i) {
+    if (logits[i] > logits[first]) second = first, first = i;
+    else if (logits[i] > logits[second]) second = i;
+  }
+  if (logits.size() < 2) return fmt::format("{} ({:.6g})", first, logits[first]);
+  return fmt::format("{} ({:.6g}), {} ({:.6g})", first, logits[first], second, logits[second]);
+}
+
+// Throws CheckFailed at the first generated token where the backend and the reference
+// differ, with both sides' top-2 logits; says so when all agree.
+void compare_generations(const Generation& reference, const Generation& backend, int64_t prompt) {
+  for (size_t k = 0; k < reference.tokens.size(); ++k) {
+    if (backend.tokens[k] == reference.tokens[k]) continue;
+    fmt::print("step {} (position {}): the backend chose token {}, the reference {}\n"
+               "  reference top-2: {}\n  backend   top-2: {}\n",
+               k, prompt - 1 + int64_t(k), backend.tokens[k], reference.tokens[k], top_two(reference.logits[k]),
+               top_two(backend.logits[k]));
+    throw CheckFailed(fmt::format("the backend's generation differs from the reference's at step {}", k));
+  }
+  fmt::print("all {} tokens match the reference's\n", reference.tokens.size());
+}
+
+}  // namespace
 
 void add_generate(CLI::App& app) {
   struct Args {
@@ -20,6 +50,7 @@ void add_generate(CLI::App& app) {
     int64_t steps = 16, ctx = 0, tp = 1;
     int threads = 1;
     uint64_t seed = 0;
+    bool compare = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("generate", "greedy generation through the reference interpreter");
@@ -36,8 +67,12 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "threads for large contractions (the same tokens whatever the count)")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend,
-                  "generate through a backend command instead (the conformance protocol), e.g. 'cutcheck-mlir run'");
+                  "generate through a backend command instead (the conformance protocol), e.g. 'cutcheck-mlir run'; "
+                  "needs --weights, and runs unsplit");
+  cmd->add_flag("--compare", args->compare,
+                "with --backend: generate through the reference too and report the first step whose token differs");
   cmd->callback([args] {
+    if (args->compare && args->backend.empty()) throw Error("--compare needs --backend: it compares a backend's tokens");
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
@@ -63,8 +98,17 @@ void add_generate(CLI::App& app) {
                                  via_name(options.via)));
       runner = std::make_unique<SplitRunner>(spec, std::move(weights), args->tp);
     }
-    Generation g = generate(*runner, spec, options);
+    Generation g;
+    try {
+      g = generate(*runner, spec, options);
+    } catch (const BackendFailed& e) {  // the backend's failure, not a usage error
+      throw CheckFailed(fmt::format("{}{}", e.what(), e.stderr_tail.empty() ? "" : "\nbackend stderr (tail):\n" + e.stderr_tail));
+    }
     fmt::print("{}\n", fmt::join(g.tokens, " "));
+    if (args->compare) {
+      ReferenceRunner reference(spec, std::move(weights));
+      compare_generations(generate(reference, spec, options), g, int64_t(options.prompt.size()));
+    }
   });
 }
 

@@ -54,19 +54,26 @@ ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir) 
   throw Error("give --spec (a built-in name or a spec file), or --weights with a spec.json inside");
 }
 
-std::vector<int32_t> parse_token_list(const std::string& text) {
-  std::vector<int32_t> out;
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
+    items.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+  std::vector<int32_t> out;
+  for (const std::string& item : split_list(text)) {
     int32_t v = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
       throw Error(fmt::format("'{}' is not a comma-separated list of token ids", text));
     out.push_back(v);
-    start = end + 1;
   }
   return out;
 }

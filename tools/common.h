@@ -16,6 +16,9 @@ namespace cutcheck::cli {
 // The spec named by --spec, or else the spec.json beside the weights.
 ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir);
 
+// "a,b,,c" -> {"a", "b", "", "c"}: the items of a comma-separated option, empty ones kept.
+std::vector<std::string> split_list(const std::string& text);
+
 // "1,2,3" -> {1, 2, 3}; throws Error on anything else.
 std::vector<int32_t> parse_token_list(const std::string& text);
 

@@ -2,14 +2,55 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/limits.h"
 #include "core/version.h"
 #include "tools/commands.h"
+
+namespace {
+
+// Edits (insertions, deletions, substitutions) between two words.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A first argument that is no command: the message names it, the closest command when one
+// is near, and the list (CLI11 alone says only "A subcommand is required").
+std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  const std::string given = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), given) != names.end()) return std::nullopt;
+  std::string message = fmt::format("unknown command '{}'", given);
+  auto closest = std::min_element(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return edit_distance(given, a) < edit_distance(given, b);
+  });
+  if (closest != names.end() && edit_distance(given, *closest) <= std::max<size_t>(2, given.size() / 3))
+    message += fmt::format("; did you mean '{}'?", *closest);
+  return message + fmt::format(" (commands: {})", fmt::join(names, ", "));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"cutcheck: a reference interpreter and property checker for transformer-decoder programs"};
@@ -34,6 +75,10 @@ int main(int argc, char** argv) {
     // A malformed CUTCHECK_MEMORY_LIMIT is refused before any command starts, not at the
     // first allocation in the middle of one.
     cutcheck::memory_limit();
+    if (auto unknown = unknown_command(app, argc, argv)) {
+      fmt::print(stderr, "cutcheck: {}\n", *unknown);
+      return 2;
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version print and succeed; every usage error is exit 2, whatever code
@@ -45,15 +90,11 @@ int main(int argc, char** argv) {
   } catch (const cutcheck::cli::CheckFailed& e) {
     fmt::print(stderr, "cutcheck: {}\n", e.what());
     return 1;
-  } catch (const cutcheck::NotYet& e) {  // the conformance protocol's "not supported"
-    fmt::print(stderr, "cutcheck: not supported: {}\n", e.what());
-    return 77;
-  } catch (const cutcheck::Error& e) {
-    fmt::print(stderr, "cutcheck: error: {}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "cutcheck: internal error: {}\n", e.what());
-    return 70;
+  } catch (const std::exception& e) {  // not supported (77), the user's error (2), a bug (70)
+    const int code = cutcheck::exit_code_of(e);
+    fmt::print(stderr, "cutcheck: {}: {}\n", code == 77 ? "not supported" : code == 2 ? "error" : "internal error",
+               e.what());
+    return code;
   }
   return 0;
 }

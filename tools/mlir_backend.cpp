@@ -18,12 +18,6 @@
 namespace cutcheck {
 namespace {
 
-MlirPrecision precision_named(const std::string& name) {
-  if (name == "spec") return MlirPrecision::spec;
-  if (name == "f32") return MlirPrecision::f32;
-  throw Error(fmt::format("--precision '{}': choose spec or f32", name));
-}
-
 void run(const std::string& folder, const std::string& inputs_file, const std::string& outputs_file,
          MlirPrecision precision, const std::string& cache, bool verbose) {
   if (!chip_folders(folder).empty()) throw NotYet("tp splits are not lowered by this backend");
@@ -73,7 +67,7 @@ int main(int argc, char** argv) {
   run->add_flag("--verbose", verbose, "say how long compiling and running took");
   try {
     app.parse(argc, argv);
-    cutcheck::run(folder, inputs, outputs, cutcheck::precision_named(precision), cache, verbose);
+    cutcheck::run(folder, inputs, outputs, cutcheck::parse_mlir_precision(precision), cache, verbose);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const cutcheck::NotYet& e) {
