@@ -284,20 +284,6 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
     if (o.on_case) o.on_case(report);
   }
 
-  // Weights given with --weights are read once before any backend runs: a file cutcheck
-  // cannot read (a dtype other than f32, a shape the spec does not have) is the user's error.
-  if (!o.weights.empty()) {
-    if (!o.spec) throw Error("--weights needs --spec");
-    read_weights(fs::absolute(o.weights), *o.spec);
-  }
-  // RapidCheck takes any exception in a property for a failing case: an error of cutcheck's
-  // own (or an interrupt) is kept here and thrown again once RapidCheck has returned.
-  std::exception_ptr error;
-  auto rethrow = [&error] {
-    if (error) std::rethrow_exception(std::exchange(error, nullptr));
-    throw_if_interrupted();
-  };
-
   try {
     throw_if_interrupted();
     if (report.interrupted) throw Interrupted{report.interrupted};

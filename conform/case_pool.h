@@ -27,7 +27,7 @@ class CasePool {
     CaseResult result;
     fs::path work;        // kept when the case failed, removed otherwise
     int interrupted = 0;  // the signal that stopped the run; the result is then empty
-    std::exception_ptr error;  // cutcheck's own error preparing the case; the result is then empty
+    std::exception_ptr error = {};  // cutcheck's own error preparing the case; the result is then empty
   };
 
   // Runs `c` in `work` (created) once a thread is free.

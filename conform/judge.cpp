@@ -22,7 +22,7 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
       r.verdict = Verdict::failed;
       r.failure = cmp.failure;
       // Values out of tolerance, or outputs that could not be compared at all.
-      const bool comparable = got.size() == want.size() && cmp.outputs.size() == want.size();
+      const bool comparable = got.size() == want.values.size() && cmp.outputs.size() == want.values.size();
       r.failure_type = comparable ? "mismatch" : "protocol";
     }
   } catch (const NotYet& e) {

@@ -44,7 +44,7 @@ const std::vector<Fault>& fault_catalog() {
        rw::softmax_tail_tile},
       {"rows-past-eight", "rows from the ninth on embed the tokens of rows 0, 1, ... again", false,
        {C::prefill, C::batch, C::batch_embed}, false, rw::rows_past_eight},
-      {"bf16-activations", "every f32 result rounded to bf16 (reduce_precision after every f32 op)", true,
+      {"bf16-activations", "every activation rounded to bf16 (reduce_precision after each; tables stay f32)", true,
        all_cut_kinds(), false, rw::bf16_activations},
   };
   return catalog;

@@ -180,7 +180,7 @@ void bf16_activations(Rewriter& r) {
   std::vector<ValueId> results;
   for (const Operation& op : r.program().ops)
     if (activation[size_t(op.result)]) results.push_back(op.result);
-  if (results.empty()) throw AnchorMissing(fmt::format("{}: no op has an f32 result", r.program().label));
+  if (results.empty()) throw AnchorMissing(fmt::format("{}: no op computes an activation", r.program().label));
   for (ValueId v : results)
     r.replace_uses(v, r.insert_after(v, K::reduce_precision, {v}, {integer(8), integer(7)}, r.name(v) + ".bf16"));
 }
