@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -34,22 +36,30 @@ bool parse_file_dtype(const std::string& name, DType& out) {
   return false;
 }
 
+// Bytes per element of each dtype the safetensors format names.
+int element_bytes(const std::string& dtype) {
+  static const std::map<std::string, int> sizes = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I64", 8}, {"I32", 4},
+      {"I16", 2}, {"I8", 1},  {"U64", 8}, {"U32", 4},  {"U16", 2},     {"U8", 1},      {"BOOL", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
 struct Entry {
   std::string name;
-  TensorType type;
+  StoredTensor stored;
   uint64_t begin, end;
 };
 
 Entry read_entry(const std::string& name, const Json& info, const std::string& source) {
   std::string where = fmt::format("{}: tensor '{}'", source, name);
-  std::string dtype_text = json_string(info, "dtype", where);
-  Entry entry{name, {}, 0, 0};
-  if (!parse_file_dtype(dtype_text, entry.type.dtype))
-    throw FormatError(fmt::format("{}: dtype {} is not supported (cutcheck reads F32, I32 and BOOL)", where,
-                                  dtype_text));
-  entry.type.shape = json_int_list(info, "shape", where);
-  for (int64_t d : entry.type.shape)
-    if (d < 0) throw FormatError(fmt::format("{}: shape {} has a negative dimension", where, shape_str(entry.type.shape)));
+  Entry entry{name, {json_string(info, "dtype", where), {}, {}}, 0, 0};
+  const int size = element_bytes(entry.stored.dtype);
+  if (size == 0) throw FormatError(fmt::format("{}: dtype {} is not a safetensors dtype", where, entry.stored.dtype));
+  entry.stored.shape = json_int_list(info, "shape", where);
+  const Shape& shape = entry.stored.shape;
+  for (int64_t d : shape)
+    if (d < 0) throw FormatError(fmt::format("{}: shape {} has a negative dimension", where, shape_str(shape)));
   std::vector<int64_t> offsets = json_int_list(info, "data_offsets", where);
   if (offsets.size() != 2 || offsets[0] < 0 || offsets[1] < offsets[0])
     throw FormatError(fmt::format("{}: data_offsets must be [begin, end] with 0 <= begin <= end", where));
@@ -57,20 +67,19 @@ Entry read_entry(const std::string& name, const Json& info, const std::string& s
   entry.end = uint64_t(offsets[1]);
   uint64_t expected = 0;
   try {
-    expected = entry.type.bytes();
+    expected = checked_mul(uint64_t(element_count(shape)), uint64_t(size), where);
   } catch (const LimitError&) {
-    throw FormatError(fmt::format("{}: shape {} is too large", where, shape_str(entry.type.shape)));
+    throw FormatError(fmt::format("{}: shape {} is too large", where, shape_str(shape)));
   }
   if (entry.end - entry.begin != expected)
-    throw FormatError(fmt::format("{}: data_offsets span {} bytes but {} needs {}", where, entry.end - entry.begin,
-                                  entry.type.str(), expected));
+    throw FormatError(fmt::format("{}: data_offsets span {} bytes but {}{} needs {}", where, entry.end - entry.begin,
+                                  entry.stored.dtype, shape_str(shape), expected));
   return entry;
 }
 
 }  // namespace
 
-SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const std::string& source,
-                                      std::shared_ptr<const void> keepalive) {
+SafetensorsIndex index_safetensors(std::span<const std::byte> bytes, const std::string& source) {
   if (bytes.size() < 8)
     throw FormatError(fmt::format("{}: {} bytes is too short for a safetensors file (8-byte header length)",
                                   source, bytes.size()));
@@ -85,7 +94,7 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
 
   const std::byte* data = bytes.data() + 8 + header_len;
   uint64_t data_size = bytes.size() - 8 - header_len;
-  SafetensorsContents out;
+  SafetensorsIndex out;
   std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
@@ -121,11 +130,27 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
   if (covered != data_size)
     throw FormatError(fmt::format("{}: {} trailing bytes belong to no tensor", source, data_size - covered));
 
-  for (const Entry& e : entries) {
-    const std::byte* at = data + e.begin;
-    Tensor t = Tensor::view(e.type, at, keepalive);
-    if (reinterpret_cast<uintptr_t>(at) % dtype_size(e.type.dtype) != 0) t = t.clone();  // keep loads aligned
-    out.tensors.emplace(e.name, std::move(t));
+  for (Entry& e : entries) {
+    e.stored.bytes = {data + e.begin, size_t(e.end - e.begin)};
+    out.tensors.emplace(e.name, std::move(e.stored));
+  }
+  return out;
+}
+
+SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const std::string& source,
+                                      std::shared_ptr<const void> keepalive) {
+  SafetensorsIndex index = index_safetensors(bytes, source);
+  SafetensorsContents out;
+  out.metadata = std::move(index.metadata);
+  for (auto& [name, stored] : index.tensors) {
+    TensorType type{DType::f32, std::move(stored.shape)};
+    if (!parse_file_dtype(stored.dtype, type.dtype))
+      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, I32 and BOOL)",
+                                    source, name, stored.dtype));
+    const std::byte* at = stored.bytes.data();
+    Tensor t = Tensor::view(type, at, keepalive);
+    if (reinterpret_cast<uintptr_t>(at) % dtype_size(type.dtype) != 0) t = t.clone();  // keep loads aligned
+    out.tensors.emplace(name, std::move(t));
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // The safetensors format: an 8-byte little-endian header length, a JSON header
 // {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then the bytes.
-// cutcheck reads F32, I32 and BOOL, and refuses anything it cannot vouch for:
-// offsets past the end, overlapping or unindexed bytes, sizes that disagree with shapes.
+// cutcheck's tensors are F32, I32 and BOOL; the layout checks (offsets past the end,
+// overlapping or unindexed bytes, sizes that disagree with shapes) hold for every dtype, so
+// checkpoint importers read BF16 and F16 through the same index.
 #pragma once
 
 #include <map>
@@ -20,6 +21,23 @@ struct SafetensorsContents {
   TensorMap tensors;
   Metadata metadata;
 };
+
+// A tensor as the file stores it: the file's dtype name (F32, BF16, F16, ...), its shape
+// and its bytes, in place.
+struct StoredTensor {
+  std::string dtype;
+  Shape shape;
+  std::span<const std::byte> bytes;
+};
+
+struct SafetensorsIndex {
+  std::map<std::string, StoredTensor> tensors;
+  Metadata metadata;
+};
+
+// Checks the header and the layout of any dtype safetensors names; throws FormatError
+// naming `source` and the tensor.
+SafetensorsIndex index_safetensors(std::span<const std::byte> bytes, const std::string& source);
 
 // Maps the file and returns views into it (no copy, unless a tensor is misaligned).
 SafetensorsContents read_safetensors(const fs::path& path);

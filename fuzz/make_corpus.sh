@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,cut_params,replay}
+rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,hf,gguf,cut_params,replay}
 cd "$work"
 
 # A small spec keeps the programs short.
@@ -94,6 +94,66 @@ for name, v in (('tied.bin', vocab), ('untied.bin', -vocab)):
         floats(3 * layers * dim * hidden) + floats(dim) + floats(seq * hs)
     if v < 0: body += floats(vocab * dim)
     open(sys.argv[1] + '/' + name, 'wb').write(struct.pack('<7i', dim, hidden, layers, heads, kv, v, seq) + body)
+PY
+# Hugging Face seeds for fuzz_hf (first byte 0: config.json; 1: safetensors for the small
+# config fuzz_hf.cpp holds), and GGUF files of the same model in F32, F16 and BF16; both
+# written here from the formats' descriptions alone.
+python3 - "$out" <<'PY'
+import json, random, struct, sys
+out = sys.argv[1]
+random.seed(3)
+V, D, L, H, K, E, F = 8, 4, 1, 2, 1, 2, 4
+config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": D,
+          "intermediate_size": F, "num_hidden_layers": L, "num_attention_heads": H,
+          "num_key_value_heads": K, "head_dim": E, "vocab_size": V, "rms_norm_eps": 1e-05,
+          "rope_theta": 10000.0, "tie_word_embeddings": False}
+open(out + '/hf/config', 'wb').write(b'\0' + json.dumps(config).encode())
+hf = [("model.embed_tokens.weight", [V, D]), ("model.norm.weight", [D]), ("lm_head.weight", [V, D])]
+gguf = [("token_embd.weight", [V, D]), ("output_norm.weight", [D]), ("output.weight", [V, D])]
+for l in range(L):
+    for hf_name, gguf_name, shape in (("input_layernorm", "attn_norm", [D]), ("self_attn.q_proj", "attn_q", [H * E, D]),
+                                      ("self_attn.k_proj", "attn_k", [K * E, D]), ("self_attn.v_proj", "attn_v", [K * E, D]),
+                                      ("self_attn.o_proj", "attn_output", [D, H * E]), ("post_attention_layernorm", "ffn_norm", [D]),
+                                      ("mlp.gate_proj", "ffn_gate", [F, D]), ("mlp.up_proj", "ffn_up", [F, D]),
+                                      ("mlp.down_proj", "ffn_down", [D, F])):
+        hf.append(("model.layers.%d.%s.weight" % (l, hf_name), shape))
+        gguf.append(("blk.%d.%s.weight" % (l, gguf_name), shape))
+def count(shape):
+    n = 1
+    for d in shape: n *= d
+    return n
+def values(shape): return [random.uniform(-1, 1) for _ in range(count(shape))]
+def encode(vals, dtype):
+    if dtype == 'F32': return struct.pack('<%df' % len(vals), *vals)
+    if dtype == 'F16': return struct.pack('<%de' % len(vals), *vals)
+    return b''.join(struct.pack('<I', struct.unpack('<I', struct.pack('<f', v))[0])[2:] for v in vals)  # BF16, truncated
+for dtype in ('F32', 'BF16'):
+    header, data = {}, b''
+    for name, shape in hf:
+        blob = encode(values(shape), dtype)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header).encode()
+    text += b' ' * (-len(text) % 8)
+    open(out + '/hf/model-%s' % dtype.lower(), 'wb').write(b'\1' + struct.pack('<Q', len(text)) + text + data)
+def s(text): return struct.pack('<Q', len(text)) + text.encode()
+for dtype, code in (('F32', 0), ('F16', 1), ('BF16', 30)):
+    keys = [("general.architecture", 8, s("llama")), ("llama.embedding_length", 4, struct.pack('<I', D)),
+            ("llama.block_count", 4, struct.pack('<I', L)), ("llama.feed_forward_length", 4, struct.pack('<I', F)),
+            ("llama.attention.head_count", 4, struct.pack('<I', H)), ("llama.attention.head_count_kv", 4, struct.pack('<I', K)),
+            ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack('<f', 1e-5)),
+            ("llama.rope.freq_base", 6, struct.pack('<f', 10000.0)),
+            ("tokenizer.ggml.tokens", 9, struct.pack('<IQ', 8, V) + b''.join(s("t%d" % i) for i in range(V)))]
+    head = b'GGUF' + struct.pack('<IQQ', 3, len(gguf), len(keys))
+    for key, kind, value in keys: head += s(key) + struct.pack('<I', kind) + value
+    data = b''
+    for name, shape in gguf:
+        head += s(name) + struct.pack('<I', len(shape)) + b''.join(struct.pack('<Q', d) for d in reversed(shape))
+        head += struct.pack('<IQ', code, len(data))
+        data += encode(values(shape), dtype)
+        data += b'\0' * (-len(data) % 32)
+    head += b'\0' * (-len(head) % 32)
+    open(out + '/gguf/small-%s.gguf' % dtype.lower(), 'wb').write(head + data)
 PY
 python3 -c "
 import random, sys

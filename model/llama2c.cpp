@@ -6,6 +6,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "model/checkpoint.h"
 #include "model/weights.h"
 
 namespace cutcheck {
@@ -89,8 +90,7 @@ Llama2cModel read_llama2c(const fs::path& path) {
 
 void import_llama2c(const fs::path& checkpoint, const fs::path& dir) {
   Llama2cModel m = read_llama2c(checkpoint);
-  write_weights(dir, m.weights, m.spec);
-  write_file_atomic(dir / "spec.json", m.spec.to_json().dump(2) + "\n");
+  write_imported(dir, m.spec, m.weights);
 }
 
 }  // namespace cutcheck

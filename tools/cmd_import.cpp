@@ -1,22 +1,38 @@
 #include <fmt/format.h>
 
+#include "model/gguf.h"
+#include "model/hf.h"
 #include "model/llama2c.h"
 #include "tools/commands.h"
 
 namespace cutcheck::cli {
+namespace {
 
-void add_import_llama2c(CLI::App& app) {
+// One import command: a checkpoint in, OUT/spec.json and OUT/model.safetensors out.
+void add_import(CLI::App& app, const std::string& name, const std::string& description, const std::string& what,
+                void (*import)(const fs::path&, const fs::path&)) {
   struct Args {
-    std::string file, out;
+    std::string from, out;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("import-llama2c", "import a llama2.c checkpoint as spec.json and model.safetensors");
-  cmd->add_option("file", args->file, "the llama2.c .bin checkpoint")->required();
+  auto* cmd = app.add_subcommand(name, description);
+  cmd->add_option("checkpoint", args->from, what)->required();
   cmd->add_option("--out", args->out, "the weights folder to write")->required();
-  cmd->callback([args] {
-    import_llama2c(args->file, args->out);
+  cmd->callback([args, import] {
+    import(args->from, args->out);
     fmt::print("wrote {0}/spec.json and {0}/model.safetensors\n", args->out);
   });
+}
+
+}  // namespace
+
+void add_imports(CLI::App& app) {
+  add_import(app, "import-llama2c", "import a llama2.c checkpoint as spec.json and model.safetensors",
+             "the llama2.c .bin checkpoint", import_llama2c);
+  add_import(app, "import-hf", "import a Hugging Face Llama or Mistral folder as spec.json and model.safetensors",
+             "the folder with config.json and model.safetensors (or model.safetensors.index.json)", import_hf);
+  add_import(app, "import-gguf", "import a GGUF file (llama architecture, F32/F16/BF16) as spec.json and "
+             "model.safetensors", "the .gguf file", import_gguf);
 }
 
 }  // namespace cutcheck::cli

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_run(app);
   cutcheck::cli::add_generate(app);
   cutcheck::cli::add_spec(app);
-  cutcheck::cli::add_import_llama2c(app);
+  cutcheck::cli::add_imports(app);
   cutcheck::cli::add_check(app);
   cutcheck::cli::add_conform(app);
   cutcheck::cli::add_mutate(app);

@@ -1,0 +1,43 @@
+// What the checkpoint importers (llama2.c, Hugging Face, GGUF) share: taking a
+// checkpoint's stored tensors as cutcheck's weights, and the folder an import writes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/files.h"
+#include "core/safetensors.h"
+#include "model/spec.h"
+
+namespace cutcheck {
+
+// A tensor a checkpoint stores, and where: `file` names it in errors, `keepalive` owns
+// the bytes. The dtype uses safetensors' names; the readers take F32, F16 and BF16.
+struct CheckpointTensor {
+  std::string file;
+  StoredTensor stored;
+  std::shared_ptr<const void> keepalive;
+};
+using CheckpointTensors = std::map<std::string, CheckpointTensor>;
+
+// cutcheck's weight name -> the checkpoint's name for it.
+using NameMap = std::map<std::string, std::string>;
+
+// Every weight of the spec's layout from the checkpoint tensor `names(spec)` gives it,
+// shape checked and widened to f32 (F32 is viewed in place). Throws FormatError naming the
+// file and the checkpoint's tensor for one that is missing, mis-shaped, of another dtype,
+// or left over (a tensor no weight takes may carry semantics cutcheck would drop). A spec
+// with more layers than the checkpoint has tensors is refused before any name is made.
+TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, NameMap (*names)(const ModelSpec&),
+                       const std::string& source);
+
+// Writes DIR/spec.json and DIR/model.safetensors, the folder every import produces.
+void write_imported(const fs::path& dir, const ModelSpec& spec, const TensorMap& weights);
+
+// A FormatError naming `source` for a spec the checkpoint describes but cutcheck refuses.
+[[noreturn]] void impossible_model(const std::string& source, const std::string& why);
+
+}  // namespace cutcheck

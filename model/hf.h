@@ -1,0 +1,36 @@
+// Hugging Face checkpoints: a folder with config.json and model.safetensors (or a
+// sharded model.safetensors.index.json) for LlamaForCausalLM and MistralForCausalLM.
+// The projections keep their stored row order: Hugging Face stores q and k for the
+// `half` rotary style, so the spec says rope_style = half (docs/checkpoints.md).
+#pragma once
+
+#include "core/json.h"
+#include "model/checkpoint.h"
+
+namespace cutcheck {
+
+struct ImportedModel {
+  ModelSpec spec;
+  TensorMap weights;  // by cutcheck's names (model/weights.h), f32
+};
+
+// The spec config.json describes. Throws FormatError naming `source` and the key for an
+// architecture cutcheck does not import, a key that changes semantics the spec has no
+// knob for, an unknown key, or a value of the wrong type.
+ModelSpec hf_spec(const Json& config, const std::string& source);
+
+// The checkpoint's name for each of the spec's weights.
+NameMap hf_names(const ModelSpec& spec);
+
+// The model from a config and the tensors of every shard; `tensors_source` (the
+// safetensors file or the shard index) is named for a missing tensor.
+ImportedModel read_hf(const Json& config, const std::string& config_source, CheckpointTensors tensors,
+                      const std::string& tensors_source);
+
+// Reads DIR/config.json and DIR/model.safetensors.index.json's shards, or DIR/model.safetensors.
+ImportedModel read_hf(const fs::path& dir);
+
+// Writes OUT/spec.json and OUT/model.safetensors.
+void import_hf(const fs::path& dir, const fs::path& out);
+
+}  // namespace cutcheck
