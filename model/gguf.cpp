@@ -62,13 +62,14 @@ class Cursor {
   }
 
   size_t at() const { return at_; }
+  uint64_t remaining() const { return bytes_.size() - at_; }
   size_t size() const { return bytes_.size(); }
 
  private:
   void need(uint64_t n, const std::string& what) {
     if (n > bytes_.size() - at_)
-      throw FormatError(fmt::format("{}: the file ends at byte {}, inside {} (at byte {}, {} bytes needed)", source_,
-                                    bytes_.size(), what, at_, n));
+      throw FormatError(fmt::format("{}: {} needs {} bytes at byte {}, but the file ends at byte {}", source_, what, n,
+                                    at_, bytes_.size()));
   }
 
   std::span<const std::byte> bytes_;
@@ -127,7 +128,10 @@ void skip_array(Cursor& in, const std::string& what, const std::string& source, 
   type = in.read<uint32_t>(what + " (array element type)");
   count = in.read<uint64_t>(what + " (array length)");
   if (const uint64_t size = fixed_size(type)) {
-    in.skip(checked_mul(size, count, what), what);  // a LimitError for a count that overflows
+    if (count > in.remaining() / size)
+      throw FormatError(fmt::format("{}: {} holds {} elements of {} bytes, more than the {} bytes left in the file",
+                                    source, what, count, size, in.remaining()));
+    in.skip(count * size, what);
     return;
   }
   for (uint64_t i = 0; i < count; ++i) {  // each element takes at least 8 bytes: the loop ends with the file

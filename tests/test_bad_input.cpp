@@ -18,6 +18,8 @@
 #include "core/limits.h"
 #include "core/safetensors.h"
 #include "model/cut.h"
+#include "model/gguf.h"
+#include "model/hf.h"
 #include "model/llama2c.h"
 #include "model/spec.h"
 #include "program/folder.h"
@@ -34,6 +36,7 @@
 #include "properties/subject.h"
 #include <rapidcheck.h>
 #include <rapidcheck/detail/Configuration.h>
+#include "tests/checkpoint_writers.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -103,6 +106,34 @@ void llama2c_header(std::vector<int32_t> header) {
   std::vector<std::byte> bytes(header.size() * 4 + 64);
   std::memcpy(bytes.data(), header.data(), header.size() * 4);
   read_llama2c(bytes, "model.bin");
+}
+
+// A GGUF file of tiny, patched, read from memory as "m.gguf".
+void gguf(const std::function<void(test::GgufWriter&)>& patch) {
+  const ModelSpec spec = builtin_spec("tiny");
+  test::GgufWriter g = test::GgufWriter::of(spec, synthetic_weights(spec, 1), test::Stored::f16);
+  patch(g);
+  const std::string bytes = g.bytes();
+  read_gguf(std::as_bytes(std::span(bytes.data(), bytes.size())), "m.gguf", nullptr);
+}
+
+// GGUF bytes from the start: the magic, version 3, the counts, then `rest`.
+void gguf_raw(uint64_t tensors, uint64_t keys, const std::string& rest) {
+  std::string bytes = "GGUF";
+  auto put = [&](uint64_t v, int n) { bytes.append(reinterpret_cast<const char*>(&v), size_t(n)); };
+  put(3, 4), put(tensors, 8), put(keys, 8);
+  bytes += rest;
+  read_gguf(std::as_bytes(std::span(bytes.data(), bytes.size())), "m.gguf", nullptr);
+}
+
+std::string le(uint64_t v, int n) { return std::string(reinterpret_cast<const char*>(&v), size_t(n)); }
+
+// A config.json of tiny as a Hugging Face Llama, patched, read into a spec.
+void hf_config(const std::string& patch) {
+  const ModelSpec spec = builtin_spec("tiny");
+  Json config = test::HfFolder::of(spec, synthetic_weights(spec, 1), test::Stored::f32).config;
+  config.merge_patch(Json::parse(patch));
+  hf_spec(config, "hf/config.json");
 }
 
 std::vector<Bad> catalog() {
@@ -220,7 +251,7 @@ std::vector<Bad> catalog() {
   c.push_back({"size against shape", [] {
                  safetensors(safetensors_file(R"({"a": {"dtype": "I32", "shape": [3], "data_offsets": [0, 8]}})", 8));
                },
-               is<FormatError>(), "tensor 'a': data_offsets span 8 bytes but i32[3] needs 12"});
+               is<FormatError>(), "tensor 'a': data_offsets span 8 bytes but I32[3] needs 12"});
   c.push_back({"huge shape", [] {
                  safetensors(safetensors_file(
                      R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 4]}})", 4));
@@ -254,6 +285,41 @@ std::vector<Bad> catalog() {
                is<VerifyError>(), "p.txt:2:1: input %t: range [3, 2]"});
   c.push_back({"llama2c sizes that wrap", [] { llama2c_header({1 << 30, 1 << 30, 1 << 30, 1 << 29, 1 << 29, 8, 1 << 30}); },
                is<FormatError>(), "model.bin: the header describes a model too large to exist"});
+  // Checkpoints: Hugging Face config.json and GGUF files (tests/test_checkpoints.cpp has more).
+  c.push_back({"hf config value of the wrong type", [] { hf_config(R"({"hidden_size": "16"})"); }, is<FormatError>(),
+               "hf/config.json: field 'hidden_size' must be an integer, got \"16\""});
+  c.push_back({"hf rope scaling", [] { hf_config(R"({"rope_scaling": {"rope_type": "linear", "factor": 2.0}})"); },
+               is<FormatError>(), "hf/config.json: key 'rope_scaling' is"});
+  c.push_back({"hf qwen3", [] { hf_config(R"({"architectures": ["Qwen3ForCausalLM"]})"); }, is<FormatError>(),
+               "hf/config.json: architecture Qwen3ForCausalLM normalises each head of q and k"});
+  c.push_back({"hf config that is a FIFO", [] {
+                 const fs::path dir = test::temp_dir("hf-fifo");
+                 ::mkfifo((dir / "config.json").c_str(), 0600);
+                 read_hf(dir);
+               },
+               is<IoError>(), "config.json' is not a regular file (a FIFO"});
+  c.push_back({"gguf layers bomb", [] { gguf([](auto& g) { g.set_u32("llama.block_count", 0x7fffffff); }); },
+               is<FormatError>(), "m.gguf: the model has 2147483647 layers, but the checkpoint holds only 20 tensors"});
+  c.push_back({"gguf dimensions that overflow", [] {
+                 gguf([](auto& g) { g.tensor("blk.0.attn_q.weight").shape = {int64_t(1) << 32, int64_t(1) << 32}; });
+               },
+               is<FormatError>(), "m.gguf: tensor 'blk.0.attn_q.weight' has shape [4294967296,4294967296], too large"});
+  c.push_back({"gguf quantized Q8_0", [] { gguf([](auto& g) { g.tensor("token_embd.weight").type = 8; }); },
+               is<FormatError>(), "m.gguf: tensor 'token_embd.weight' is Q8_0"});
+  c.push_back({"gguf metadata of the wrong type", [] { gguf([](auto& g) { g.set_f32("llama.attention.head_count", 4); }); },
+               is<FormatError>(), "m.gguf: key 'llama.attention.head_count' is a float32, but it must be an integer"});
+  c.push_back({"gguf array longer than the file", [] { gguf_raw(0, 1, le(1, 8) + "k" + le(9, 4) + le(10, 4) + le(uint64_t(1) << 62, 8)); },
+               is<FormatError>(), "m.gguf: key 'k' holds 4611686018427387904 elements of 8 bytes"});
+  c.push_back({"gguf string longer than the file", [] { gguf_raw(0, 1, le(uint64_t(1) << 40, 8)); }, is<FormatError>(),
+               "m.gguf: metadata key 0 is 1099511627776 bytes long"});
+  c.push_back({"gguf truncated", [] { gguf_raw(1, 0, le(3, 8) + "abc" + le(1, 4)); }, is<FormatError>(),
+               "m.gguf: tensor 'abc' (dimensions) needs 8 bytes at byte 39, but the file ends at byte 39"});
+  c.push_back({"gguf file that is a FIFO", [] {
+                 const fs::path fifo = test::temp_dir("gguf-fifo") / "m.gguf";
+                 ::mkfifo(fifo.c_str(), 0600);
+                 read_gguf(fifo);
+               },
+               is<IoError>(), "m.gguf' is not a regular file (a FIFO"});
   c.push_back({"case without positions", [] { case_file(R"({"positions": []})"); }, is<FormatError>(),
                "case.json: positions: 0 given, decode{ctx=4} needs 1"});
   c.push_back({"case position past the cache", [] { case_file(R"({"positions": [4]})"); }, is<FormatError>(),
