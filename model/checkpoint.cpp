@@ -5,7 +5,9 @@
 #include <cstring>
 #include <set>
 
+#include "core/checked.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/half.h"
 #include "model/weights.h"
 
@@ -42,6 +44,17 @@ TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, 
     throw FormatError(fmt::format("{}: the model has {} layers, but the checkpoint holds only {} tensors", source,
                                   spec.layers, tensors.size()));
   const NameMap names = names_of(spec);
+  // What the import holds at its peak: the widened copies of 16-bit tensors, and the
+  // safetensors file encoded in memory before it is written (core/safetensors.h).
+  uint64_t peak = 0;
+  for (const WeightInfo& w : weight_layout(spec)) {
+    auto it = tensors.find(names.at(w.name));
+    const uint64_t f32_bytes = checked_mul(uint64_t(element_count(w.shape)), uint64_t{4}, source);
+    peak = checked_add(peak, f32_bytes, source);
+    if (it != tensors.end() && it->second.stored.dtype != "F32") peak = checked_add(peak, f32_bytes, source);
+  }
+  check_memory(peak, fmt::format("{}: importing {} (the f32 weights and the file written from them)", source,
+                                 spec.name));
   TensorMap out;
   std::set<std::string> taken;
   for (const WeightInfo& w : weight_layout(spec)) {

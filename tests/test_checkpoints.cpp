@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/half.h"
 #include "harness/generate.h"
 #include "harness/runner.h"
@@ -370,6 +371,29 @@ TEST(ImportHf, AFolderWithoutWeightsIsRefused) {
   fs::remove(dir / "model.safetensors");
   EXPECT_THROW(read_hf(dir), FormatError);
   EXPECT_THROW(read_hf(test::temp_dir("hf-empty")), IoError);  // no config.json
+}
+
+TEST(ImportGguf, AModelOverTheMemoryLimitIsRefusedBeforeWidening) {
+  const ModelSpec spec = builtin_spec("tiny");
+  const GgufWriter g = GgufWriter::of(spec, synthetic_weights(spec, 1), Stored::bf16);
+  uint64_t f32_bytes = 0;
+  for (const WeightInfo& w : weight_layout(spec)) f32_bytes += uint64_t(element_count(w.shape)) * 4;
+  const uint64_t saved = memory_limit();
+  set_memory_limit(2 * f32_bytes - 1);  // widened copies and the encoded file: one byte short
+  EXPECT_THROW(
+      {
+        try {
+          gguf_model(g, "big.gguf");
+        } catch (const LimitError& e) {
+          EXPECT_THAT(e.what(), HasSubstr("big.gguf: importing big (the f32 weights and the file written from them) "
+                                          "needs " + std::to_string(2 * f32_bytes) + " bytes"));
+          throw;
+        }
+      },
+      LimitError);
+  set_memory_limit(2 * f32_bytes);
+  EXPECT_NO_THROW(gguf_model(g, "big.gguf"));
+  set_memory_limit(saved);
 }
 
 TEST(ImportGguf, EveryTruncationIsRefused) {
