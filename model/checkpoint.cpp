@@ -34,16 +34,31 @@ Tensor widen(const CheckpointTensor& t, const std::string& where) {
   return out;
 }
 
+// cutcheck's weight name -> the checkpoint's.
+std::map<std::string, std::string> name_map(const ModelSpec& spec, const CheckpointNames& names) {
+  std::map<std::string, std::string> out = {{weight::embedding(), names.embedding},
+                                            {weight::final_norm(), names.final_norm},
+                                            {weight::output(), names.output}};
+  std::string (*const kinds[])(int64_t) = {weight::attention_norm, weight::wq,       weight::wk,
+                                           weight::wv,             weight::wo,       weight::ffn_norm,
+                                           weight::w1,             weight::w2,       weight::w3};
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    const std::string prefix = fmt::format(fmt::runtime(names.layer_prefix), l);
+    for (size_t k = 0; k < names.layer.size(); ++k) out[kinds[k](l)] = prefix + names.layer[k];
+  }
+  return out;
+}
+
 }  // namespace
 
-TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, NameMap (*names_of)(const ModelSpec&),
+TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& checkpoint_names,
                        const std::string& source) {
   // Each layer has nine tensors: this bounds the layout by the checkpoint's size, whatever
   // the metadata claims.
   if (spec.layers > int64_t(tensors.size()))
     throw FormatError(fmt::format("{}: the model has {} layers, but the checkpoint holds only {} tensors", source,
                                   spec.layers, tensors.size()));
-  const NameMap names = names_of(spec);
+  const std::map<std::string, std::string> names = name_map(spec, checkpoint_names);
   // What the import holds at its peak: the widened copies of 16-bit tensors, and the
   // safetensors file encoded in memory before it is written (core/safetensors.h).
   uint64_t peak = 0;

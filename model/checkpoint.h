@@ -2,6 +2,7 @@
 // checkpoint's stored tensors as cutcheck's weights, and the folder an import writes.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,15 +24,21 @@ struct CheckpointTensor {
 };
 using CheckpointTensors = std::map<std::string, CheckpointTensor>;
 
-// cutcheck's weight name -> the checkpoint's name for it.
-using NameMap = std::map<std::string, std::string>;
+// How a checkpoint names the weights: the three whole-model tensors, and each layer's
+// tensors as `layer_prefix` (with {} for the layer) followed by the suffix of each kind,
+// in the order attention_norm, wq, wk, wv, wo, ffn_norm, w1 (gate), w2 (down), w3 (up).
+struct CheckpointNames {
+  std::string embedding, final_norm, output;
+  std::string layer_prefix;
+  std::array<std::string, 9> layer;
+};
 
-// Every weight of the spec's layout from the checkpoint tensor `names(spec)` gives it,
+// Every weight of the spec's layout from the checkpoint tensor `names` gives it,
 // shape checked and widened to f32 (F32 is viewed in place). Throws FormatError naming the
 // file and the checkpoint's tensor for one that is missing, mis-shaped, of another dtype,
 // or left over (a tensor no weight takes may carry semantics cutcheck would drop). A spec
 // with more layers than the checkpoint has tensors is refused before any name is made.
-TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, NameMap (*names)(const ModelSpec&),
+TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& names,
                        const std::string& source);
 
 // Writes DIR/spec.json and DIR/model.safetensors, the folder every import produces.

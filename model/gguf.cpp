@@ -384,24 +384,13 @@ ModelSpec gguf_spec(const GgufFile& file, const std::string& source) {
 
 namespace {
 
-NameMap gguf_names(const ModelSpec& spec) {
-  NameMap names = {{weight::embedding(), "token_embd.weight"},
-                   {weight::final_norm(), "output_norm.weight"},
-                   {weight::output(), "output.weight"}};
-  for (int64_t l = 0; l < spec.layers; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
-    names[weight::attention_norm(l)] = p + "attn_norm.weight";
-    names[weight::wq(l)] = p + "attn_q.weight";
-    names[weight::wk(l)] = p + "attn_k.weight";
-    names[weight::wv(l)] = p + "attn_v.weight";
-    names[weight::wo(l)] = p + "attn_output.weight";
-    names[weight::ffn_norm(l)] = p + "ffn_norm.weight";
-    names[weight::w1(l)] = p + "ffn_gate.weight";
-    names[weight::w2(l)] = p + "ffn_down.weight";
-    names[weight::w3(l)] = p + "ffn_up.weight";
-  }
-  return names;
-}
+const CheckpointNames gguf_names = {"token_embd.weight",
+                                    "output_norm.weight",
+                                    "output.weight",
+                                    "blk.{}.",
+                                    {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+                                     "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight",
+                                     "ffn_up.weight"}};
 
 }  // namespace
 

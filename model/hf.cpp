@@ -195,24 +195,15 @@ ModelSpec hf_spec(const Json& config, const std::string& source) {
   return s;
 }
 
-NameMap hf_names(const ModelSpec& spec) {
-  NameMap names = {{weight::embedding(), "model.embed_tokens.weight"},
-                   {weight::final_norm(), "model.norm.weight"},
-                   {weight::output(), "lm_head.weight"}};
-  for (int64_t l = 0; l < spec.layers; ++l) {
-    const std::string p = fmt::format("model.layers.{}.", l);
-    names[weight::attention_norm(l)] = p + "input_layernorm.weight";
-    names[weight::wq(l)] = p + "self_attn.q_proj.weight";
-    names[weight::wk(l)] = p + "self_attn.k_proj.weight";
-    names[weight::wv(l)] = p + "self_attn.v_proj.weight";
-    names[weight::wo(l)] = p + "self_attn.o_proj.weight";
-    names[weight::ffn_norm(l)] = p + "post_attention_layernorm.weight";
-    names[weight::w1(l)] = p + "mlp.gate_proj.weight";
-    names[weight::w2(l)] = p + "mlp.down_proj.weight";
-    names[weight::w3(l)] = p + "mlp.up_proj.weight";
-  }
-  return names;
-}
+// Hugging Face's names for the weights.
+const CheckpointNames hf_names = {
+    "model.embed_tokens.weight",
+    "model.norm.weight",
+    "lm_head.weight",
+    "model.layers.{}.",
+    {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+     "self_attn.o_proj.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.down_proj.weight",
+     "mlp.up_proj.weight"}};
 
 ImportedModel read_hf(const Json& config, const std::string& config_source, CheckpointTensors tensors,
                       const std::string& tensors_source) {
@@ -242,6 +233,9 @@ ImportedModel read_hf(const fs::path& dir) {
 }
 
 void import_hf(const fs::path& dir, const fs::path& out) {
+  std::error_code ec;
+  if (fs::equivalent(dir, out, ec))  // the output's model.safetensors would replace the checkpoint's
+    throw IoError(fmt::format("'{}' is the checkpoint's own folder; write the import elsewhere", out.string()));
   ImportedModel m = read_hf(dir);
   write_imported(out, m.spec, m.weights);
 }

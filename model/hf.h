@@ -19,9 +19,6 @@ struct ImportedModel {
 // knob for, an unknown key, or a value of the wrong type.
 ModelSpec hf_spec(const Json& config, const std::string& source);
 
-// The checkpoint's name for each of the spec's weights.
-NameMap hf_names(const ModelSpec& spec);
-
 // The model from a config and the tensors of every shard; `tensors_source` (the
 // safetensors file or the shard index) is named for a missing tensor.
 ImportedModel read_hf(const Json& config, const std::string& config_source, CheckpointTensors tensors,

@@ -364,6 +364,17 @@ TEST(ImportHf, ShardsThatDisagreeWithTheIndexAreRefused) {
   EXPECT_THROW(read_hf(dir), IoError);
 }
 
+TEST(ImportHf, NeverWritesIntoTheCheckpointsFolder) {
+  const ModelSpec spec = builtin_spec("tiny");
+  const fs::path dir = test::temp_dir("hf-in-place");
+  HfFolder::of(spec, synthetic_weights(spec, 1), Stored::bf16).write(dir);
+  const std::string before = read_file(dir / "model.safetensors");
+  EXPECT_THROW(import_hf(dir, dir / "." ), IoError);
+  EXPECT_EQ(read_file(dir / "model.safetensors"), before);
+  import_hf(dir, dir / "imported");
+  EXPECT_EQ(read_weights(dir / "imported", read_hf(dir).spec).size(), weight_layout(spec).size());
+}
+
 TEST(ImportHf, AFolderWithoutWeightsIsRefused) {
   const fs::path dir = test::temp_dir("hf-no-weights");
   const ModelSpec spec = builtin_spec("tiny");
