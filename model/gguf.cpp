@@ -168,7 +168,8 @@ struct Keys {
   }
 
   [[noreturn]] void wrong_type(const std::string& key, const GgufValue& v, const char* wanted) const {
-    throw FormatError(fmt::format("{}: key '{}' is a {}, but it must be {}", source, key, gguf_type_name(v.type), wanted));
+    throw FormatError(fmt::format("{}: key '{}' has type {}, but it must be {}", source, key, gguf_type_name(v.type),
+                                  wanted));
   }
 
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
@@ -179,7 +180,8 @@ struct Keys {
     }
     if (std::holds_alternative<uint64_t>(v->value))
       throw FormatError(fmt::format("{}: key '{}' = {} is out of range", source, key, std::get<uint64_t>(v->value)));
-    if (!std::holds_alternative<int64_t>(v->value) || v->type == boolean) wrong_type(key, *v, "an integer");
+    if (v->type == array || v->type == boolean || !std::holds_alternative<int64_t>(v->value))
+      wrong_type(key, *v, "an integer");
     return std::get<int64_t>(v->value);
   }
 
@@ -189,7 +191,7 @@ struct Keys {
       if (fallback) return *fallback;
       throw FormatError(fmt::format("{}: key '{}' is missing", source, key));
     }
-    if (!std::holds_alternative<double>(v->value)) wrong_type(key, *v, "a float32 or float64");
+    if (v->type != f32 && v->type != f64) wrong_type(key, *v, "a float32 or float64");
     return std::get<double>(v->value);
   }
 
@@ -274,7 +276,7 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source,
   if (auto it = file.metadata.find("general.alignment"); it != file.metadata.end()) {
     const GgufValue& v = it->second;
     if (v.type != u32)
-      throw FormatError(fmt::format("{}: key 'general.alignment' is a {}, but it must be a uint32", source,
+      throw FormatError(fmt::format("{}: key 'general.alignment' has type {}, but it must be a uint32", source,
                                     gguf_type_name(v.type)));
     file.alignment = uint64_t(std::get<int64_t>(v.value));
     if (file.alignment == 0 || (file.alignment & (file.alignment - 1)) != 0)

@@ -307,7 +307,7 @@ std::vector<Bad> catalog() {
   c.push_back({"gguf quantized Q8_0", [] { gguf([](auto& g) { g.tensor("token_embd.weight").type = 8; }); },
                is<FormatError>(), "m.gguf: tensor 'token_embd.weight' is Q8_0"});
   c.push_back({"gguf metadata of the wrong type", [] { gguf([](auto& g) { g.set_f32("llama.attention.head_count", 4); }); },
-               is<FormatError>(), "m.gguf: key 'llama.attention.head_count' is a float32, but it must be an integer"});
+               is<FormatError>(), "m.gguf: key 'llama.attention.head_count' has type float32, but it must be an integer"});
   c.push_back({"gguf array longer than the file", [] { gguf_raw(0, 1, le(1, 8) + "k" + le(9, 4) + le(10, 4) + le(uint64_t(1) << 62, 8)); },
                is<FormatError>(), "m.gguf: key 'k' holds 4611686018427387904 elements of 8 bytes"});
   c.push_back({"gguf string longer than the file", [] { gguf_raw(0, 1, le(uint64_t(1) << 40, 8)); }, is<FormatError>(),

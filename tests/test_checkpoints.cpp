@@ -298,9 +298,14 @@ std::vector<Malformed> malformed() {
       {"gguf_Q6_K", [](H&, G& g) { g.tensor("blk.1.ffn_down.weight").type = 14; }, true,
        "tensor 'blk.1.ffn_down.weight' is Q6_K"},
       {"gguf_wrong_metadata_type", [](H&, G& g) { g.set_string("llama.block_count", "2"); }, true,
-       "m.gguf: key 'llama.block_count' is a string, but it must be an integer"},
+       "m.gguf: key 'llama.block_count' has type string, but it must be an integer"},
       {"gguf_float_epsilon_as_integer", [](H&, G& g) { g.set_u32("llama.attention.layer_norm_rms_epsilon", 0); }, true,
-       "key 'llama.attention.layer_norm_rms_epsilon' is a uint32, but it must be a float32 or float64"},
+       "key 'llama.attention.layer_norm_rms_epsilon' has type uint32, but it must be a float32 or float64"},
+      {"gguf_array_for_an_integer", [](H&, G& g) {
+         g.erase_key("llama.block_count");
+         g.keys.push_back({"llama.block_count", 9, std::string("\x04\0\0\0\x01\0\0\0\0\0\0\0\x02\0\0\0", 16)});
+       },
+       true, "m.gguf: key 'llama.block_count' has type array, but it must be an integer"},
       {"gguf_missing_key", [](H&, G& g) { g.erase_key("llama.embedding_length"); }, true,
        "m.gguf: key 'llama.embedding_length' is missing"},
       {"gguf_other_architecture", [](H&, G& g) { g.set_string("general.architecture", "qwen2"); }, true,
