@@ -135,6 +135,25 @@ ConformOptions campaign(int cases, Tolerance t) {
 }
 
 // Every legitimate variant passes under its precision's bound, large keys included.
+// `next` is held where the logits are bounded: a pick outside the near ties fails. Where
+// a row has a logit without a bound (a correct f16 backend overflowing into NaN, whose
+// arg-max is then the vocabulary size), any pick the program can give stands.
+TEST(Tolerance, NextIsHeldOnlyWhereTheLogitsAreBounded) {
+  const Tolerance t = Tolerance::bound(Precision::f16);
+  const Tensor logits = Tensor::of_f32({2, 3}, {1, 5, 2, 1, 5, 2});
+  const Tensor bounds = Tensor::of_f32({2, 3}, {0.1f, 0.1f, 0.1f, INFINITY, INFINITY, INFINITY});
+  const Expected want{{{"logits", logits}, {"next", Tensor::of_i32({2}, {1, 1})}}, {{"logits", bounds}}};
+  auto judged = [&](std::vector<int32_t> next, std::vector<float> got_logits) {
+    return compare(want, {{"logits", Tensor::of_f32({2, 3}, got_logits)}, {"next", Tensor::of_i32({2}, next)}}, t).ok;
+  };
+  EXPECT_TRUE(judged({1, 1}, {1, 5, 2, 1, 5, 2}));
+  EXPECT_FALSE(judged({2, 1}, {1, 5, 2, 1, 5, 2}));   // row 0 is bounded: 2 is no near tie
+  EXPECT_FALSE(judged({3, 1}, {1, 5, 2, 1, 5, 2}));   // nor is the vocabulary size
+  EXPECT_TRUE(judged({1, 3}, {1, 5, 2, NAN, NAN, NAN}));  // row 1 has no bound
+  EXPECT_TRUE(judged({1, 0}, {1, 5, 2, 1, 5, 2}));
+  EXPECT_FALSE(judged({1, 4}, {1, 5, 2, 1, 5, 2}));  // past the vocabulary size: never the program's
+}
+
 TEST(Tolerance, LegitimateVariantsPassTheirPrecisionsBound) {
   for (const Variant& v : variants()) {
     VariantBackend backend(v.name);
