@@ -34,7 +34,9 @@ class CommandLowered : public Lowered {
     ProcessResult r = run_process(line, timeout_);
     if (r.exit_code == exit_unsupported) {
       fs::remove_all(scratch);
-      throw NotYet(fmt::format("the backend does not support this program: {}", last_line(r.stderr_tail)));
+      throw NotYet(r.stderr_tail.empty() ? std::string("the backend does not support this program (exit 77)")
+                                         : fmt::format("the backend does not support this program: {}",
+                                                       last_line(r.stderr_tail)));
     }
     if (!r.ok()) {
       fs::remove_all(scratch);

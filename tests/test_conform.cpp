@@ -53,6 +53,22 @@ TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
   };
   EXPECT_EQ(occurrences("<testcase "), 100u);
   EXPECT_EQ(occurrences("<testsuite "), json["summary"].size());
+  // Per tp width too: every width drawn, its cases adding up, and a row of the table each.
+  std::set<int64_t> widths;
+  for (const CaseResult& c : r.results) widths.insert(c.c.tp);
+  ASSERT_EQ(json["summary_by_tp"].size(), widths.size());
+  int by_tp = 0;
+  for (const Json& w : json["summary_by_tp"]) {
+    by_tp += w["cases"].get<int>();
+    EXPECT_THAT(summary_table(r), HasSubstr("all, tp " + std::to_string(w["tp"].get<int64_t>())));
+  }
+  EXPECT_EQ(by_tp, 100);
+  // Unbounded elements are summed per cut kind, over every output of every case.
+  int64_t unbounded = 0, summed = 0;
+  for (const CaseResult& c : r.results)
+    for (const OutputError& e : c.errors) unbounded += e.unbounded;
+  for (const Json& k : json["summary"]) summed += k["unbounded"].get<int64_t>();
+  EXPECT_EQ(summed, unbounded);
   EXPECT_EQ(json["counts"]["passed"], 100);
   EXPECT_TRUE(json["passed"].get<bool>());
 }
