@@ -56,9 +56,9 @@ users_error "missing/model.safetensors" conform --spec tiny --weights missing --
 
 # A reproducer to break in every way a moved or edited folder can be broken.
 "$cutcheck" conform --spec tiny --weights w --backend "$cutcheck run --fault swiglu-gate-up-swapped" --cuts decode \
-  --cases 3 --no-shrink --keep kept > /dev/null 2>&1
-[ -f kept/case-0/case.json ] && [ -f kept/case-0/weights.json ] || fail "no reproducer was kept"
-broken() { rm -rf "$1" && cp -r kept/case-0 "$1"; }
+  --cases 3 --seed 1 --no-shrink --keep kept > /dev/null 2>&1
+[ -f kept/case-0-seed-1/case.json ] && [ -f kept/case-0-seed-1/weights.json ] || fail "no reproducer was kept"
+broken() { rm -rf "$1" && cp -r kept/case-0-seed-1 "$1"; }
 edit_json() {  # FILE PYTHON-STATEMENT on j
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], 'w'))" "$1"
 }
