@@ -6,6 +6,7 @@
 # Usage: cli_serve.sh CUTCHECK
 set -uo pipefail
 backends=$(cd "$(dirname "$0")/backends" && pwd)
+docs=$(cd "$(dirname "$0")/../docs" && pwd)
 work=$(mktemp -d)
 # cutcheck runs through a link of this test's own, so its processes (and its servers'
 # engines) are told apart from those of tests running beside this one.
@@ -34,7 +35,7 @@ nothing_left() {
   rm -rf tmp/* 2>/dev/null
 }
 
-# Small decode cases, so that a run takes milliseconds and --timeout 2 is generous.
+# Small decode cases, so that a run takes milliseconds.
 conform() {
   "$cutcheck" conform --cuts decode --ctx-max 32 --large-share 0 --keep keep --no-shrink --json report.json "$@" \
     > out.txt 2> err.txt
@@ -44,6 +45,13 @@ conform() {
 verdicts() {
   python3 -c "import json; [print(c['verdict'], c['failure_type'] or '-') for c in json.load(open('report.json'))['cases']]"
 }
+
+# The Python server shown on docs/conformance.md is the one tested here.
+python3 - "$docs/conformance.md" "$backends/serve_example.py" <<'EOF' || fail "docs/conformance.md shows another serve_example.py"
+import sys
+doc, example = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+assert "```python\n" + example + "```" in doc
+EOF
 
 # Usage errors (exit 2).
 "$cutcheck" run --serve decode > /dev/null 2> err.txt
@@ -86,7 +94,9 @@ hostile() {  # MODE, the verdicts of the 3 cases, a phrase of the second's failu
   local mode=$1 want=$2 phrase=$3
   mkdir "$mode" && cd "$mode" || return
   fail() { echo "FAIL: $*" >> failures.txt; }
-  conform --backend "python3 $backends/hostile_server.py $mode" --serve --cases 3 --timeout 2
+  local timeout=60  # generous: a server's start-up is part of its first request's time
+  [ $mode = silent ] && timeout=5
+  conform --backend "python3 $backends/hostile_server.py $mode" --serve --cases 3 --timeout $timeout
   local rc=$?
   [ $rc = 1 ] || [ $mode = unsupported ] || fail "$mode: exited $rc, not 1: $(cat out.txt err.txt)"
   [ "$(verdicts | tr '\n' ';')" = "$want" ] || fail "$mode: verdicts $(verdicts | tr '\n' ';')"

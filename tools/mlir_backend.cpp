@@ -44,7 +44,9 @@ Loaded load(const std::string& folder, MlirPrecision precision, const std::strin
   return Loaded{std::move(f), std::move(compiled), std::move(program), std::move(weights)};
 }
 
-void run(const Loaded& loaded, const std::string& inputs_file, const std::string& outputs_file, bool verbose) {
+// `kept`: by a server, from an earlier request.
+void run(const Loaded& loaded, const std::string& inputs_file, const std::string& outputs_file, bool verbose,
+         bool kept = false) {
   const Program& p = loaded.folder.program;
   const TensorMap inputs = read_safetensors(inputs_file).tensors;
   std::vector<const Tensor*> arguments;
@@ -61,26 +63,30 @@ void run(const Loaded& loaded, const std::string& inputs_file, const std::string
   for (size_t i = 0; i < results.size(); ++i) out.emplace(p.outputs[i].name, std::move(results[i]));
   write_safetensors(outputs_file, out);
   if (verbose)
-    fmt::print(stderr, "cutcheck-mlir: {} {} in {:.3f} s, ran in {:.6f} s\n", p.label,
-               loaded.compiled.cached ? "found in the cache" : "compiled", loaded.compiled.seconds, seconds);
+    fmt::print(stderr, "cutcheck-mlir: {} {}, ran in {:.6f} s\n", p.label,
+               kept ? "kept from an earlier request"
+                    : fmt::format("{} in {:.3f} s", loaded.compiled.cached ? "found in the cache" : "compiled",
+                                  loaded.compiled.seconds),
+               seconds);
 }
 
 // The persistent protocol: requests from stdin until it ends. The programs loaded for the
 // last few folders are kept, keyed by the folder's fingerprint, so that a generation (the
 // same few cuts, step after step) lowers each cut once.
 void serve(MlirPrecision precision, const std::string& cache, bool verbose) {
-  constexpr size_t kept = 8;
+  constexpr size_t programs_kept = 8;
   std::list<std::pair<std::string, Loaded>> recent;  // most recently used first
   serve_requests([&](const ServeRequest& request) {
     const std::string key = program_fingerprint(request.folder);
     auto it = std::find_if(recent.begin(), recent.end(), [&](const auto& entry) { return entry.first == key; });
-    if (it == recent.end()) {
+    const bool kept = it != recent.end();
+    if (!kept) {
       recent.emplace_front(key, load(request.folder, precision, cache));
-      if (recent.size() > kept) recent.pop_back();
+      if (recent.size() > programs_kept) recent.pop_back();
     } else {
       recent.splice(recent.begin(), recent, it);
     }
-    run(recent.front().second, request.inputs, request.outputs, verbose);
+    run(recent.front().second, request.inputs, request.outputs, verbose, kept);
   });
 }
 

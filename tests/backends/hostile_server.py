@@ -4,7 +4,8 @@ process receives, in the way MODE names, and answers the others correctly (throu
 serve_example.py's engine). Usage: hostile_server.py MODE --serve
 
   ok           never misbehaves
-  silent       never answers
+  silent       never answers (once: the first server to get a second request hangs; its
+               working folder holds the file `hung` from then on)
   twice        answers twice
   wrong-id     answers with another request's id
   garbage      writes a line that is not an answer, then the answer
@@ -37,7 +38,8 @@ for count, line in enumerate(sys.stdin, 1):
         marker = os.environ.get("CUTCHECK_TEST_MARKER", "hostile")
         subprocess.Popen(["setsid", "sh", "-c", f"sleep 300; : {marker}"])  # holding stdout and stderr open
     bad = count == 2 and mode != "ok" and mode != "child"
-    if bad and mode == "silent":
+    if bad and mode == "silent" and not os.path.exists("hung"):
+        open("hung", "w").close()
         time.sleep(3600)
     if bad and mode == "exit":
         sys.exit(3)
