@@ -110,10 +110,11 @@ hostile twice "passed -;failed protocol;passed -;" "more than its answer" &
 hostile wrong-id "passed -;failed protocol;passed -;" "with id" &
 hostile garbage "passed -;failed protocol;passed -;" "no answer to request" &
 hostile exit "passed -;failed exit;passed -;" "exited with 3 while running request" &
+hostile crash "passed -;failed crash;passed -;" "killed by signal 9" &
 hostile error "passed -;failed exit;passed -;" "answered error: hostile_server says error" &
 hostile unsupported "passed -;unsupported -;passed -;" "hostile_server says unsupported" &
 wait
-for mode in silent twice wrong-id garbage exit error unsupported; do
+for mode in silent twice wrong-id garbage exit crash error unsupported; do
   [ -e "$mode/report.json" ] || fail "$mode: no report"
   [ ! -e "$mode/failures.txt" ] || { cat "$mode/failures.txt"; failures=$((failures + 1)); }
 done

@@ -10,12 +10,13 @@ serve_example.py's engine). Usage: hostile_server.py MODE --serve
   wrong-id     answers with another request's id
   garbage      writes a line that is not an answer, then the answer
   exit         exits (3) without answering
+  crash        is killed by SIGKILL without answering
   child        leaves a child running (setsid) on every request, and answers
   unsupported  answers "unsupported"
   error        answers "error"
 Each server appends its pid to the file CUTCHECK_TEST_STATE when that is set.
 """
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_example import run_program
@@ -43,6 +44,8 @@ for count, line in enumerate(sys.stdin, 1):
         time.sleep(3600)
     if bad and mode == "exit":
         sys.exit(3)
+    if bad and mode == "crash":
+        os.kill(os.getpid(), signal.SIGKILL)
     if bad and mode in ("unsupported", "error"):
         sys.stdout.write(answer(rid, mode, f"hostile_server says {mode}"))
         sys.stdout.flush()
