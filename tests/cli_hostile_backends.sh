@@ -23,16 +23,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # Nothing left: no cutcheck, no process carrying the marker, nothing in TMPDIR, no
 # OUT.tmp.* litter.
-nothing_left() {
-  sleep 0.2
-  local left
-  left=$(pgrep -af "$CUTCHECK_TEST_MARKER|$cutcheck" | grep -v pgrep)
-  [ -z "$left" ] || fail "$1: processes left: $left"
-  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
-  [ -z "$(ls -A tmp)" ] || fail "$1: left in TMPDIR: $(ls -A tmp)"
-  rm -rf tmp/* tmp/.[!.]* 2>/dev/null
-  [ -z "$(find . -name '*.tmp.*')" ] || fail "$1: temporary files left: $(find . -name '*.tmp.*')"
-}
+source "$backends/../leftovers.sh"
 
 # A CUTCHECK_TEST_MARKER-carrying conform; $1 = label, the rest = arguments.
 conform() { "$cutcheck" conform --cuts decode --keep keep "$@" > out.txt 2> err.txt; }

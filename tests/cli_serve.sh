@@ -25,15 +25,8 @@ export TMPDIR=$work/tmp
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-nothing_left() {
-  sleep 0.2
-  local left
-  left=$(pgrep -af "$CUTCHECK_TEST_MARKER|$cutcheck|hostile_server|serve_example" | grep -v pgrep)
-  [ -z "$left" ] || fail "$1: processes left: $left"
-  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
-  [ -z "$(ls -A tmp)" ] || fail "$1: left in TMPDIR: $(ls -A tmp)"
-  rm -rf tmp/* 2>/dev/null
-}
+source "$backends/../leftovers.sh"
+server_processes="$backends/hostile_server|$backends/serve_example"  # and their engines: `$cutcheck run --serve`
 
 # Small decode cases, so that a run takes milliseconds.
 conform() {
@@ -63,12 +56,12 @@ EOF
 
 # The reference as a server is bitwise; a fault planted in it is caught through --serve.
 conform --backend "$cutcheck run" --serve --cases 6 || fail "cutcheck run --serve did not pass: $(cat out.txt err.txt)"
-nothing_left "the reference as a server"
+nothing_left "the reference as a server" "$server_processes"
 conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --serve --cases 4
 [ $? = 1 ] || fail "a faulty server was not caught: $(cat out.txt)"
 [ "$(verdicts | sort -u)" = "failed mismatch" ] || fail "a faulty server: $(verdicts)"
 grep -q -- "--serve" keep/*/README* 2>/dev/null || grep -rq -- "--serve" keep || fail "the reproducer does not say --serve"
-nothing_left "a faulty server"
+nothing_left "a faulty server" "$server_processes"
 rm -rf keep
 
 # The Python example of the docs, as a server and process per run.
@@ -76,7 +69,7 @@ conform --backend "python3 $backends/serve_example.py" --serve --cases 6 ||
   fail "serve_example.py --serve did not pass: $(cat out.txt err.txt)"
 conform --backend "python3 $backends/serve_example.py" --cases 2 ||
   fail "serve_example.py (process per run) did not pass: $(cat out.txt err.txt)"
-nothing_left "the Python example"
+nothing_left "the Python example" "$server_processes"
 
 # --jobs 2: at most two servers, side by side.
 export CUTCHECK_TEST_STATE=$work/servers
@@ -85,7 +78,7 @@ conform --backend "python3 $backends/hostile_server.py ok" --serve --jobs 2 --ca
 n=$(sort -u servers | wc -l)
 [ "$n" -ge 1 ] && [ "$n" -le 2 ] || fail "--jobs 2 started $n servers"
 rm -f servers
-nothing_left "--jobs 2"
+nothing_left "--jobs 2" "$server_processes"
 
 # Hostile servers: each spoils the second request it gets; that run fails, and the third
 # (on a fresh server when the spoiler was killed, as all but "error" and "unsupported"
@@ -118,17 +111,17 @@ for mode in silent twice wrong-id garbage exit crash error unsupported; do
   [ -e "$mode/report.json" ] || fail "$mode: no report"
   [ ! -e "$mode/failures.txt" ] || { cat "$mode/failures.txt"; failures=$((failures + 1)); }
 done
-nothing_left "hostile servers"
+nothing_left "hostile servers" "$server_processes"
 
 # A server whose every request leaves a setsid child: all pass, and nothing is left.
 conform --backend "python3 $backends/hostile_server.py child" --serve --cases 3 ||
   fail "child: did not pass: $(cat out.txt err.txt)"
-nothing_left "a server that leaves children"
+nothing_left "a server that leaves children" "$server_processes"
 
 # A server that is not one (the command fails at once): three runs, then one message.
 conform --backend "cutchek-no-such-command run" --serve --cases 20
 [ $? = 1 ] && grep -q "127" err.txt || fail "a misspelled server: $(cat err.txt)"
-nothing_left "a misspelled server"
+nothing_left "a misspelled server" "$server_processes"
 
 # SIGINT while a server hangs: 130, reports written, nothing left.
 rm -f servers
@@ -142,7 +135,7 @@ wait $pid
 rc=$?
 [ $rc = 130 ] || fail "SIGINT: exited $rc, not 130: $(cat err.txt)"
 python3 -c "import json; json.load(open('report.json'))" || fail "SIGINT: no report"
-nothing_left "SIGINT"
+nothing_left "SIGINT" "$server_processes"
 
 # generate through one server: the reference's tokens, and a single server for every step.
 "$cutcheck" weights --spec tiny --seed 7 --dir weights > /dev/null
@@ -151,7 +144,7 @@ out=$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 12 \
   --backend "python3 $backends/hostile_server.py ok" --serve --compare 2>&1) || fail "generate --serve: $out"
 grep -q "all 12 tokens match" <<<"$out" || fail "generate --serve: $out"
 [ "$(wc -l < servers)" = 1 ] || fail "generate --serve started $(wc -l < servers) servers"
-nothing_left "generate --serve"
+nothing_left "generate --serve" "$server_processes"
 
 [ $failures = 0 ] || { echo "$failures failures"; exit 1; }
 echo "serve: all passed"

@@ -20,6 +20,7 @@
 #include "mlir/compile.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
+#include "program/fingerprint.h"
 #include "program/folder.h"
 #include "program/inputs.h"
 #include "tests/helpers.h"
@@ -166,6 +167,27 @@ TEST(Mlir, AServerKeepsCompiledProgramsBetweenRequests) {
   EXPECT_EQ(r.stdout_tail, answer_line({1, ServeStatus::ok, ""}) + answer_line({2, ServeStatus::ok, ""}));
   EXPECT_THAT(r.stderr_tail, ::testing::HasSubstr("kept from an earlier request"));
   EXPECT_EQ(read_file(dir / "out1.safetensors"), read_file(dir / "out2.safetensors"));
+}
+
+// What a server keys kept programs on: the folder's content, wherever it is; an edit of
+// the program, or weights written again, is another program.
+TEST(ProgramFingerprint, FollowsTheContentNotThePath) {
+  const fs::path dir = test::temp_dir("fingerprint");
+  const ModelSpec spec = builtin_spec("tiny");
+  write_weights(dir / "w", synthetic_weights(spec, 1), spec);
+  const Cut cut{CutKind::decode, 1, 3, 8};
+  write_cut_folder(cut, spec, 1, dir / "w", dir / "a", false);
+  write_cut_folder(cut, spec, 1, dir / "w", dir / "b", false);
+  const std::string a = program_fingerprint(dir / "a");
+  EXPECT_EQ(program_fingerprint(dir / "b"), a);
+  write_cut_folder(Cut{CutKind::decode, 1, 3, 9}, spec, 1, dir / "w", dir / "b", false);
+  EXPECT_NE(program_fingerprint(dir / "b"), a);
+  write_file_atomic(dir / "a" / "program.txt", read_file(dir / "a" / "program.txt") + "\n");
+  const std::string edited = program_fingerprint(dir / "a");
+  EXPECT_NE(edited, a);
+  const fs::path weights = dir / "w" / "model.safetensors";
+  fs::last_write_time(weights, fs::last_write_time(weights) + std::chrono::seconds(1));  // written again
+  EXPECT_NE(program_fingerprint(dir / "a"), edited);
 }
 
 TEST(Mlir, CollectivesHaveNoExportAndSaySo) {
