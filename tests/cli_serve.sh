@@ -7,25 +7,9 @@
 set -uo pipefail
 backends=$(cd "$(dirname "$0")/backends" && pwd)
 docs=$(cd "$(dirname "$0")/../docs" && pwd)
-work=$(mktemp -d)
-# cutcheck runs through a link of this test's own, so its processes (and its servers'
-# engines) are told apart from those of tests running beside this one.
-mkdir "$work/bin" && ln -s "$1" "$work/bin/cutcheck"
-cutcheck=$work/bin/cutcheck
+source "$backends/../backend_sandbox.sh" "$1" serve
 export CUTCHECK=$cutcheck  # the engine of serve_example.py and hostile_server.py
-export CUTCHECK_TEST_MARKER="cutcheck-serve-$$-$RANDOM"
-cleanup() {
-  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-mkdir tmp
-export TMPDIR=$work/tmp
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-source "$backends/../leftovers.sh"
 server_processes="$backends/hostile_server|$backends/serve_example"  # and their engines: `$cutcheck run --serve`
 
 # Small decode cases, so that a run takes milliseconds.
