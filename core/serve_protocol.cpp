@@ -43,6 +43,18 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
+// std::getline, bounded: a request is short, and a line without end must not take all memory.
+bool read_line(std::istream& in, std::string& line) {
+  constexpr size_t max_bytes = 1 << 20;
+  line.clear();
+  for (int c; (c = in.get()) != EOF;) {
+    if (c == '\n') return true;
+    if (line.size() == max_bytes) throw LimitError(fmt::format("the request: a line longer than {} bytes", max_bytes));
+    line += char(c);
+  }
+  return !line.empty();
+}
+
 }  // namespace
 
 std::string request_line(const ServeRequest& r) {
@@ -78,8 +90,16 @@ void serve_requests(const std::function<void(const ServeRequest&)>& handle) {
   std::fflush(stdout);
   const int answers = dup(1);
   if (answers < 0 || dup2(2, 1) < 0) throw IoError(fmt::format("cannot set up stdout: {}", std::strerror(errno)));
+  struct Restore {  // stdout as it was, however this returns
+    int answers;
+    ~Restore() {
+      std::fflush(stdout);
+      dup2(answers, 1);
+      close(answers);
+    }
+  } restore{answers};
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (read_line(std::cin, line)) {
     const ServeRequest request = parse_request(line);
     ServeAnswer answer{request.id, ServeStatus::ok, ""};
     try {
@@ -92,7 +112,6 @@ void serve_requests(const std::function<void(const ServeRequest&)>& handle) {
     std::fflush(stdout);  // what went to stderr through fd 1, before the answer
     if (!write_all(answers, answer_line(answer))) break;  // cutcheck is gone
   }
-  close(answers);
 }
 
 }  // namespace cutcheck

@@ -39,7 +39,8 @@ ServeAnswer parse_answer(const std::string& line);
 // ends and answers each on stdout, after `handle` ran it. `handle` throwing NotYet answers
 // "unsupported", any other exception "error", each with the exception's text. While it
 // runs, fd 1 is pointed at stderr, so that nothing `handle` (or a library) prints can
-// break the protocol. Throws FormatError for a malformed request line.
+// break the protocol (stdout is restored on return). Throws FormatError for a malformed
+// request line, LimitError for one longer than 1 MiB.
 void serve_requests(const std::function<void(const ServeRequest&)>& handle);
 
 }  // namespace cutcheck
