@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "program/activations.h"
@@ -318,15 +320,22 @@ class Pass {
     auto sp = spread.as<float>(), tv = totals.as<float>();
     const Tensor g = cutcheck::materialize(generic, p);
     auto gv = g.as<float>();
-    return each(op, [&](size_t i) -> double {
+    Distribution d{sum->ints("dimensions"), Tensor({DType::f32, p.shape()})};
+    auto saturated = d.saturated.as_mut<float>();
+    Bound out = each(op, [&](size_t i) -> double {
       const double pi = pv[i], bi = bv[i], sj = sp[i];
+      saturated[i] = 1;
       if (!std::isfinite(pi) || !(bi < inf) || !(sj < inf)) return gv[i];
       const double first = pi * ((1 - 2 * pi) * bi + sj);
       const double grow = bi + sj, curvature = grow > 0 ? std::expm1(2 * grow) / (2 * grow) : 1;
       const double sum_rounding = (summation(n - 1, double(tv[i]) * tv[i], tv[i]) + rounding(tv[i])) / double(tv[i]);
       const double bound = first * curvature + pi * sum_rounding + rounding(pi + first * curvature);
-      return std::min({bound, double(gv[i]), std::max(pi, 1 - pi)});
+      const double whole = std::max(pi, 1 - pi);
+      saturated[i] = bound >= whole;
+      return std::min({bound, double(gv[i]), whole});
     });
+    distributions_.insert_or_assign(op.result, std::move(d));
+    return out;
   }
 
   // A result from exact operands: every correct backend gets the correctly rounded
@@ -551,6 +560,52 @@ class Pass {
 
   static constexpr double accumulation_underflow = 0x1p-150;
 
+  // A contraction of a softmax's probabilities p over the dimensions they sum to 1 in,
+  // with values v (attention's mix). Where the softmax's linearised bound reached the
+  // probabilities' own range (scores uncertain by more than exp can follow), p is known only
+  // to be a distribution, and its errors are not independent: they sum to 0, and a backend
+  // may put the weight on another position altogether. The quadrature rule then says too
+  // little (opposite values v_a and v_b: sqrt(v_a^2 + v_b^2) against |v_a - v_b|). What
+  // holds for any distribution p' within the bounds:
+  // |sum_j (p'_j - p_j) v_j| <= sum_j b(p_j) (|v_j| + |z|), and, p' putting its weight
+  // where it may, <= max_j |v_j| + |z| <= sqrt(sum_j v_j^2) + |z| over the positions p' can
+  // reach (|v_j| widened by v's bound, z the result). The smaller of the two, per element
+  // of a row with a saturated probability; nullopt where no operand is such a softmax.
+  template <class Contract>
+  std::optional<Tensor> distribution_hull(const Operation& op, const Contract& contract) const {
+    for (int side = 0; side < 2; ++side) {
+      auto it = distributions_.find(op.operands[size_t(side)]);
+      if (it == distributions_.end() || it->second.dims != op.ints(side ? "rhs_contracting_dimensions"
+                                                                        : "lhs_contracting_dimensions"))
+        continue;
+      const ValueId pv = op.operands[size_t(side)], vv = op.operands[size_t(1 - side)];
+      const Tensor &p = value(pv), &v = value(vv), pb = materialize(pv), vb = materialize(vv);
+      // contract(probability-shaped, value-shaped), in the op's operand order.
+      auto mix = [&](const Tensor& x, const Tensor& y) { return side == 0 ? contract(x, y) : contract(y, x); };
+      auto filled = [](const Tensor& like, auto f) {
+        Tensor out({DType::f32, like.shape()});
+        auto y = out.as_mut<float>();
+        for (size_t i = 0; i < y.size(); ++i) y[i] = up(f(i));
+        return out;
+      };
+      auto vx = v.as<float>(), ve = vb.as<float>(), px = p.as<float>(), pe = pb.as<float>();
+      const Tensor widened = filled(v, [&](size_t i) { return std::abs(double(vx[i])) + ve[i]; });
+      const Tensor widened_square = filled(v, [&](size_t i) { return std::pow(std::abs(double(vx[i])) + ve[i], 2); });
+      const Tensor ones = filled(v, [](size_t) { return 1.0; });
+      const Tensor reachable = filled(p, [&](size_t i) { return px[i] != 0 || pe[i] != 0 ? 1.0 : 0.0; });
+      const Tensor saturated = mix(it->second.saturated, ones), linear = mix(pb, widened), mass = mix(pb, ones),
+                   spread = mix(reachable, widened_square);
+      auto sat = saturated.as<float>(), lin = linear.as<float>(), ms = mass.as<float>(), sq = spread.as<float>();
+      auto z = value(op.result).as<float>();
+      return filled(value(op.result), [&](size_t i) -> double {
+        if (!(sat[i] > 0)) return 0;
+        const double zi = std::abs(double(z[i]));
+        return std::min(double(lin[i]) + zi * ms[i], std::sqrt(double(sq[i])) + zi);
+      });
+    }
+    return std::nullopt;
+  }
+
   // dot_general: the incoming bounds through the derivative, in quadrature,
   // sqrt(sum_k (|a_k| b(b_k))^2 + (b(a_k) |b_k|)^2 + (b(a_k) b(b_k))^2), plus the products'
   // and additions' rounding, plus the result's. The contractions run on the op's kernel.
@@ -591,8 +646,10 @@ class Pass {
     auto widened_square = [](double x, double e) { return (x + e) * (x + e); };
     const Tensor squares = contract(map(a, ab, widened_square), map(b, bb, widened_square));
     auto z = r.as<float>(), m = squares.as<float>();
+    const std::optional<Tensor> hull = distribution_hull(op, contract);
     return each(op, [&](size_t i) -> double {
-      const double pr = prop2.elements() ? std::sqrt(double(prop2.as<float>()[i])) * (1 + 2 * reference_roundoff) : 0.0;
+      double pr = prop2.elements() ? std::sqrt(double(prop2.as<float>()[i])) * (1 + 2 * reference_roundoff) : 0.0;
+      if (hull) pr = std::max(pr, double(hull->as<float>()[i]));
       if (!std::isfinite(z[i])) return std::isinf(z[i]) && pr == 0 ? 0 : inf;
       return pr + summation(double(n), m[i], std::abs(z[i]) + pr) + rounding(std::abs(z[i]) + pr);
     });
@@ -605,6 +662,13 @@ class Pass {
   double function_ulps_, sigmas_;
   std::vector<Bound> bounds_;
   std::vector<const Operation*> def_;  // the op defining each value; null for inputs and weights
+  // The softmaxes' results: the dimensions each sums to 1 over, and per element 1 where its
+  // linearised bound reached the probability's own range.
+  struct Distribution {
+    std::vector<int64_t> dims;
+    Tensor saturated;
+  };
+  std::map<ValueId, Distribution> distributions_;
 };
 
 }  // namespace

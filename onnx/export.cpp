@@ -421,29 +421,36 @@ class Lowering {
   bool spec_;
 };
 
-// A weight's bytes as an initializer: inline, or at `offset` in the external data file.
-void add_weight(ox::GraphProto* g, const std::string& name, const Tensor& w, const OnnxOptions& options,
-                const std::string& data_file, std::string& data) {
+// A weight's bytes as an initializer, inline; move_to_external_data moves the large ones
+// out once the model is checked.
+void add_weight(ox::GraphProto* g, const std::string& name, const Tensor& w) {
   ox::TensorProto* t = g->add_initializer();
   t->set_name(name);
   t->set_data_type(onnx_type(w.dtype()));
   for (int64_t d : w.shape()) t->add_dims(d);
   const auto bytes = w.raw();
-  if (w.bytes() < options.external_from_bytes) {
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    return;
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+// Moves every initializer of at least `from_bytes` to `data`, the bytes of the external
+// data file `data_file`, at a 64-byte aligned offset (so a runtime may map it). Done after
+// the checker has run: it looks for external data on disk, which is not written yet.
+void move_to_external_data(ox::GraphProto* g, uint64_t from_bytes, const std::string& data_file, std::string& data) {
+  for (ox::TensorProto& t : *g->mutable_initializer()) {
+    if (t.raw_data().size() < from_bytes) continue;
+    while (data.size() % 64) data.push_back('\0');
+    auto entry = [&](const std::string& key, const std::string& value) {
+      auto* e = t.add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    entry("location", data_file);
+    entry("offset", std::to_string(data.size()));
+    entry("length", std::to_string(t.raw_data().size()));
+    data.append(t.raw_data());
+    t.clear_raw_data();
+    t.set_data_location(ox::TensorProto::EXTERNAL);
   }
-  while (data.size() % 64) data.push_back('\0');  // aligned, so a runtime may map it
-  t->set_data_location(ox::TensorProto::EXTERNAL);
-  auto entry = [&](const std::string& key, const std::string& value) {
-    auto* e = t->add_external_data();
-    e->set_key(key);
-    e->set_value(value);
-  };
-  entry("location", data_file);
-  entry("offset", std::to_string(data.size()));
-  entry("length", std::to_string(bytes.size()));
-  data.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 // What one chip's program is cut into: runs of ops between collectives.
@@ -522,7 +529,7 @@ std::string segment_model(const Program& p, const Segment& seg, const TensorMap&
   for (size_t i = seg.begin; i < seg.end; ++i)
     for (ValueId v : p.ops[i].operands) used.insert(v);
   for (const WeightDecl& w : p.weights)
-    if (used.count(w.value)) add_weight(g, value_name(p, w.value), weights.at(p.name(w.value)), options, data_file, data);
+    if (used.count(w.value)) add_weight(g, value_name(p, w.value), weights.at(p.name(w.value)));
   for (size_t i = seg.begin; i < seg.end; ++i) {
     const Operation& op = p.ops[i];
     Graph named(g, value_name(p, op.result));
@@ -535,6 +542,7 @@ std::string segment_model(const Program& p, const Segment& seg, const TensorMap&
   } catch (const std::exception& e) {
     throw Error(fmt::format("the ONNX export of {} does not check (an exporter bug): {}", p.label, e.what()));
   }
+  move_to_external_data(g, options.external_from_bytes, data_file, data);
   std::string bytes;
   if (!model.SerializeToString(&bytes)) throw Error(fmt::format("could not serialise the ONNX model of {}", p.label));
   return bytes;

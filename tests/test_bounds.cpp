@@ -124,6 +124,34 @@ TEST(ErrorBounds, SoftmaxOfOneVisiblePositionIsOneWhateverTheScores) {
   EXPECT_LT(prob_bound, 1e-6);  // the roundings of the sum and the quotient, nothing of the scores'
 }
 
+// Attention over scores known only to +-4 (bf16 at 1000): the softmax is known only to be a
+// distribution, and a correct bf16 backend may put the weight on either position. The
+// mix of v = [0.13, -0.15] may then be anything between them; the bound of the mix covers
+// both ends (the quadrature rule alone gave 0.2 against the 0.28 a flip moves it).
+TEST(ErrorBounds, AttentionOverSaturatedScoresCoversEveryDistribution) {
+  Builder b("saturated softmax");
+  const TensorType row{DType::f32, {1, 2}};
+  const ValueId s = b.input("s", row);
+  const ValueId v = b.input("v", {DType::f32, {2, 1}});
+  const ValueId max = b.broadcast(b.reduce(s, "max", {1}, "max"), {1, 2}, {0}, "max2");
+  const ValueId e = b.unary(OpKind::exponential, b.binary(OpKind::subtract, s, max, "shifted"), "e");
+  const ValueId sum = b.broadcast(b.reduce(e, "add", {1}, "sum"), {1, 2}, {0}, "sum2");
+  const ValueId probs = b.binary(OpKind::divide, e, sum, "probs");
+  b.output("mix", b.dot(probs, v, {1}, {0}, "mix"));
+  const Program program = b.finish();
+  Executable run(program, {});
+  run.run({{"s", Tensor::of_f32({1, 2}, {1000, 998})}, {"v", Tensor::of_f32({2, 1}, {0.13f, -0.15f})}});
+  ErrorBounds bounds(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, {Precision::bf16});
+  const double z = run.value(*program.find("mix")).as<float>()[0];
+  const double bound = bounds.of(*program.find("mix")).as<float>()[0];
+  EXPECT_GE(bound, std::max(std::abs(0.13 - z), std::abs(-0.15 - z)));
+  // Where the scores are certain (f32, small), the rule stays out of the way.
+  Executable exact(program, {});
+  exact.run({{"s", Tensor::of_f32({1, 2}, {1, 0.5f})}, {"v", Tensor::of_f32({2, 1}, {0.13f, -0.15f})}});
+  ErrorBounds f32(program, [&](ValueId id) -> const Tensor& { return exact.value(id); }, {Precision::f32});
+  EXPECT_LT(f32.of(*program.find("mix")).as<float>()[0], 1e-5);
+}
+
 ConformOptions campaign(int cases, Tolerance t) {
   ConformOptions o;
   o.cases = cases;
@@ -135,6 +163,25 @@ ConformOptions campaign(int cases, Tolerance t) {
 }
 
 // Every legitimate variant passes under its precision's bound, large keys included.
+// `next` is held where the logits are bounded: a pick outside the near ties fails. Where
+// a row has a logit without a bound (a correct f16 backend overflowing into NaN, whose
+// arg-max is then the vocabulary size), any pick the program can give stands.
+TEST(Tolerance, NextIsHeldOnlyWhereTheLogitsAreBounded) {
+  const Tolerance t = Tolerance::bound(Precision::f16);
+  const Tensor logits = Tensor::of_f32({2, 3}, {1, 5, 2, 1, 5, 2});
+  const Tensor bounds = Tensor::of_f32({2, 3}, {0.1f, 0.1f, 0.1f, INFINITY, INFINITY, INFINITY});
+  const Expected want{{{"logits", logits}, {"next", Tensor::of_i32({2}, {1, 1})}}, {{"logits", bounds}}};
+  auto judged = [&](std::vector<int32_t> next, std::vector<float> got_logits) {
+    return compare(want, {{"logits", Tensor::of_f32({2, 3}, got_logits)}, {"next", Tensor::of_i32({2}, next)}}, t).ok;
+  };
+  EXPECT_TRUE(judged({1, 1}, {1, 5, 2, 1, 5, 2}));
+  EXPECT_FALSE(judged({2, 1}, {1, 5, 2, 1, 5, 2}));   // row 0 is bounded: 2 is no near tie
+  EXPECT_FALSE(judged({3, 1}, {1, 5, 2, 1, 5, 2}));   // nor is the vocabulary size
+  EXPECT_TRUE(judged({1, 3}, {1, 5, 2, NAN, NAN, NAN}));  // row 1 has no bound
+  EXPECT_TRUE(judged({1, 0}, {1, 5, 2, 1, 5, 2}));
+  EXPECT_FALSE(judged({1, 4}, {1, 5, 2, 1, 5, 2}));  // past the vocabulary size: never the program's
+}
+
 TEST(Tolerance, LegitimateVariantsPassTheirPrecisionsBound) {
   for (const Variant& v : variants()) {
     VariantBackend backend(v.name);

@@ -90,6 +90,18 @@ TEST(Ort, RandomSpecsConformBitwiseWithOptimisationsOnAndOff) {
   }
 }
 
+// Weights past --external-from go to MODEL.onnx.data (bench512's embedding table, 16 MiB,
+// did by default, and the checker, run before that file existed, refused every export).
+TEST(Ort, WeightsInExternalDataConformBitwise) {
+  REQUIRE_ORT();
+  CommandBackend backend(ort_backend + " run --external-from 1024", 300);
+  ConformOptions o = campaign(6, "external");
+  o.tp = {1, 2};
+  ConformReport r = conform(backend, o);
+  EXPECT_TRUE(r.passed()) << summary_table(r);
+  EXPECT_EQ(r.count(Verdict::passed), 6);
+}
+
 TEST(Ort, SplitsConformThroughTheCollectiveSeams) {
   REQUIRE_ORT();
   CommandBackend backend(ort_backend + " run", 300);
