@@ -30,7 +30,9 @@ class CommandLowered : public Lowered {
                                    shell_quote(files.inputs().string()), shell_quote(files.outputs().string()));
     ProcessResult r = run_process(line, timeout_);
     if (r.exit_code == exit_unsupported)
-      throw NotYet(fmt::format("the backend does not support this program: {}", last_line(r.stderr_tail)));
+      throw NotYet(r.stderr_tail.empty() ? std::string("the backend does not support this program (exit 77)")
+                                         : fmt::format("the backend does not support this program: {}",
+                                                       last_line(r.stderr_tail)));
     if (!r.ok()) throw process_failure(r, fmt::format("the backend {}", r.describe()));
     return files.read_outputs("exited 0", r.stderr_tail);
   }

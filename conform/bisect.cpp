@@ -99,7 +99,8 @@ std::string first_failing_value(Backend& backend, const Case& c, const Cut& piec
       return fmt::format("%{}{}: {}", value_name, note.empty() ? "" : " (" + note + ")", why);
     }
   }
-  return "none: every value of the piece is within the tolerance when its don't-care cache rows are zero";
+  return "not found: with every value of the piece an output (and its don't-care cache rows zero), each is within "
+         "the tolerance; the failure shows only in the outputs as the backend writes them, or not on this run";
 }
 
 Bisection bisect(Backend& backend, const Case& c, const ConformOptions& o, const fs::path& work) {

@@ -174,24 +174,41 @@ std::string output_error_text(const Json& error) {
 }
 
 void complete_report(Json& report) {
+  // Per cut kind, and per tp width: counts, errors, seconds, the worst of each figure.
   std::map<std::string, Json> kinds;
-  int passed = 0, failed = 0, unsupported = 0;
-  for (const Json& c : report.at("cases")) {
+  std::map<int64_t, Json> widths;
+  auto add = [](Json& k, const Json& c) {
     const std::string verdict = c.at("verdict");
-    Json& k = kinds[c.at("kind").get<std::string>()];
-    if (k.is_null()) k = {{"cut", c.at("kind")}, {"cases", 0}, {"passed", 0}, {"failed", 0}, {"unsupported", 0},
-                          {"errors", 0}, {"seconds", 0.0}, {"worst", Json::object()}};
     k["cases"] = k["cases"].get<int>() + 1;
     k[verdict] = k[verdict].get<int>() + 1;
     if (verdict == "failed" && c.at("failure_type") != "mismatch") k["errors"] = k["errors"].get<int>() + 1;
     k["seconds"] = k["seconds"].get<double>() + c.at("seconds").get<double>();
-    for (const Json& e : c.at("errors"))
+    for (const Json& e : c.at("errors")) {
       for (const std::string& field : figure_fields(e)) k["worst"][field] = worse(k["worst"].value(field, Json()), e[field]);
+      k["unbounded"] = k["unbounded"].get<int64_t>() + e.value("unbounded", int64_t(0));
+    }
+  };
+  // unbounded: elements of every output of every case whose bound is infinite (held to
+  // nothing but NaN against NaN), summed, as a share of what went unchecked.
+  const Json empty = {{"cases", 0}, {"passed", 0}, {"failed", 0}, {"unsupported", 0}, {"errors", 0},
+                      {"seconds", 0.0}, {"unbounded", int64_t(0)}, {"worst", Json::object()}};
+  int passed = 0, failed = 0, unsupported = 0;
+  for (const Json& c : report.at("cases")) {
+    const std::string verdict = c.at("verdict");
+    Json& k = kinds[c.at("kind").get<std::string>()];
+    if (k.is_null()) (k = empty)["cut"] = c.at("kind");
+    add(k, c);
+    const int64_t tp = c.at("case").value("tp", int64_t(1));
+    Json& w = widths[tp];
+    if (w.is_null()) (w = empty)["tp"] = tp;
+    add(w, c);
     (verdict == "passed" ? passed : verdict == "failed" ? failed : unsupported)++;
   }
-  Json summary = Json::array();
+  Json summary = Json::array(), by_tp = Json::array();
   for (auto& [name, k] : kinds) summary.push_back(k);
+  for (auto& [tp, w] : widths) by_tp.push_back(w);
   report["summary"] = summary;
+  report["summary_by_tp"] = by_tp;
   report["counts"] = {{"cases", report.at("cases").size()}, {"passed", passed}, {"failed", failed},
                       {"unsupported", unsupported}};
   // A partial report (killed, interrupted, still running) never says passed.
@@ -238,13 +255,21 @@ std::string summary_table(const Json& report) {
         fields.push_back(it.key());
   std::string out = fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12}", "cut", "cases", "passed", "failed", "unsupported");
   for (const std::string& f : fields) out += fmt::format(" {:>10}", "worst " + figure_title(f));
+  const bool bounded = report.at("tolerance").value("policy", "") == "bound";
+  if (bounded) out += fmt::format(" {:>10}", "unbounded");
   out += "\n";
-  for (const Json& k : report.at("summary")) {
-    out += fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12}", k.at("cut").get<std::string>(), k.at("cases").get<int>(),
-                       k.at("passed").get<int>(), k.at("failed").get<int>(), k.at("unsupported").get<int>());
+  auto row = [&](const std::string& label, const Json& k) {
+    out += fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12}", label, k.at("cases").get<int>(), k.at("passed").get<int>(),
+                       k.at("failed").get<int>(), k.at("unsupported").get<int>());
     for (const std::string& f : fields) out += fmt::format(" {:>10}", figure_text(k.at("worst").value(f, Json())));
+    if (bounded) out += fmt::format(" {:>10}", k.value("unbounded", int64_t(0)));
     out += "\n";
-  }
+  };
+  for (const Json& k : report.at("summary")) row(k.at("cut").get<std::string>(), k);
+  // And per tp width, where the campaign had more than one: a split's own figures.
+  const Json by_tp = report.value("summary_by_tp", Json::array());
+  if (by_tp.size() > 1)
+    for (const Json& w : by_tp) row(fmt::format("all, tp {}", w.at("tp").get<int64_t>()), w);
   const Json& counts = report.at("counts");
   const Json& run = report.at("run");
   const Json& version = report.at("cutcheck");
@@ -279,7 +304,8 @@ std::string summary_table(const Json& report) {
   if (report.at("interrupted").get<int>())
     out += fmt::format("\nINTERRUPTED by signal {}: {} of {} cases finished\n", report.at("interrupted").get<int>(),
                        counts.at("cases").get<int>(), report.at("planned").get<int>());
-  if (counts.at("passed").get<int>() == 0) out += "\nno case passed: a run that checks nothing does not pass\n";
+  if (counts.at("passed").get<int>() == 0 && counts.at("failed").get<int>() == 0)
+    out += "\nno case passed: a run that checks nothing does not pass\n";
   return out;
 }
 

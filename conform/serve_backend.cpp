@@ -239,7 +239,9 @@ TensorMap ServeBackend::run(const fs::path& folder, const TensorMap& inputs) {
   switch (answer.status) {
     case ServeStatus::ok: return files.read_outputs("answered ok", tail);
     case ServeStatus::unsupported:
-      throw NotYet(fmt::format("the backend does not support this program: {}", answer.message));
+      throw NotYet(answer.message.empty()
+                       ? std::string("the backend does not support this program (it answered unsupported)")
+                       : fmt::format("the backend does not support this program: {}", answer.message));
     case ServeStatus::error: break;
   }
   throw BackendFailed(fmt::format("the backend answered error: {}", answer.message), tail, "answered error", "exit");

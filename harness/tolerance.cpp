@@ -65,7 +65,7 @@ OutputError compare_floats(const std::string& name, const Tensor& want, const Te
       e.headroom = INFINITY;
     }
     if (!ok && e.mismatches++ == 0)
-      e.first = tol.bounded() ? fmt::format("'{}' element {} is {}, expected {} within its bound {:.3g} ({:.3g} x over)",
+      e.first = tol.bounded() ? fmt::format("'{}' element {} is {}, expected {} within its bound {:.3g} ({:.4g} x over)",
                                             name, i, g[i], w[i], allowed, d / allowed)
                               : fmt::format("'{}' element {} is {}, expected {} ({})", name, i, g[i], w[i], tol.str());
   }

@@ -53,6 +53,16 @@ TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
   };
   EXPECT_EQ(occurrences("<testcase "), 100u);
   EXPECT_EQ(occurrences("<testsuite "), json["summary"].size());
+  // Per tp width too: every width drawn, its cases adding up, and a row of the table each.
+  std::set<int64_t> widths;
+  for (const CaseResult& c : r.results) widths.insert(c.c.tp);
+  ASSERT_EQ(json["summary_by_tp"].size(), widths.size());
+  int by_tp = 0;
+  for (const Json& w : json["summary_by_tp"]) {
+    by_tp += w["cases"].get<int>();
+    EXPECT_THAT(summary_table(r), HasSubstr("all, tp " + std::to_string(w["tp"].get<int64_t>())));
+  }
+  EXPECT_EQ(by_tp, 100);
   EXPECT_EQ(json["counts"]["passed"], 100);
   EXPECT_TRUE(json["passed"].get<bool>());
 }

@@ -63,7 +63,7 @@ void add_conform(CLI::App& app) {
       ->capture_default_str()->check(tp_width);
   cmd->add_option("--cases", a->cases, "cases to generate")->capture_default_str();
   cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
-  cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for small random specs")->capture_default_str();
+  cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for random specs (from tiny to wide, docs/conformance.md)")->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
   cmd->add_option("--fix", a->fix,
                   "with --spec random: hold a spec field at a value (FIELD=VALUE, or head_dim=dim/heads); repeatable");
