@@ -138,12 +138,21 @@ class Pass {
     return {{}, declared_.unit_roundoff(), declared_.underflow()};
   }
 
-  // A result tensor of the op's shape, filled by f(i).
+  // A result tensor of the op's shape, filled by f(i). Where a finite result may lie
+  // beyond the storage precision's range (f16's 65504), a correct backend stores infinity
+  // there, and NaN follows: no bound.
   template <class F>
   Bound each(const Operation& op, F f) const {
     Tensor out({DType::f32, p_.type(op.result).shape});
     auto y = out.as_mut<float>();
-    for (size_t i = 0; i < y.size(); ++i) y[i] = up(f(i));
+    const Tensor& r = value(op.result);
+    const bool floats = r.dtype() == DType::f32;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double b = f(i);
+      const bool overflows = floats && std::isfinite(r.as<float>()[i]) &&
+                             std::abs(double(r.as<float>()[i])) + b > s_->max_finite;
+      y[i] = up(overflows ? inf : b);
+    }
     return {std::move(out)};
   }
 

@@ -152,6 +152,25 @@ TEST(ErrorBounds, AttentionOverSaturatedScoresCoversEveryDistribution) {
   EXPECT_LT(f32.of(*program.find("mix")).as<float>()[0], 1e-5);
 }
 
+// A result that may lie past f16's range (65504) has no bound under f16: a correct f16
+// backend stores infinity there. Under f32 the same sum is bounded.
+TEST(ErrorBounds, ResultsPastTheStorageRangeAreUnbounded) {
+  Builder b("overflow");
+  const ValueId x = b.input("x", {DType::f32, {2}});
+  b.output("y", b.binary(OpKind::add, x, x, "y"));
+  const Program program = b.finish();
+  Executable run(program, {});
+  run.run({{"x", Tensor::of_f32({2}, {30000, 40000})}});
+  auto bound = [&](Precision p) {
+    ErrorBounds bounds(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, {p});
+    return bounds.of(*program.find("y"));
+  };
+  const Tensor f16 = bound(Precision::f16), f32 = bound(Precision::f32);
+  EXPECT_LT(f16.as<float>()[0], 1e3);  // 60000 is within f16's range, with its rounding
+  EXPECT_EQ(f16.as<float>()[1], INFINITY);  // 80000 is not
+  EXPECT_LT(f32.as<float>()[1], 1e-2);
+}
+
 ConformOptions campaign(int cases, Tolerance t) {
   ConformOptions o;
   o.cases = cases;

@@ -63,6 +63,12 @@ TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
     EXPECT_THAT(summary_table(r), HasSubstr("all, tp " + std::to_string(w["tp"].get<int64_t>())));
   }
   EXPECT_EQ(by_tp, 100);
+  // Unbounded elements are summed per cut kind, over every output of every case.
+  int64_t unbounded = 0, summed = 0;
+  for (const CaseResult& c : r.results)
+    for (const OutputError& e : c.errors) unbounded += e.unbounded;
+  for (const Json& k : json["summary"]) summed += k["unbounded"].get<int64_t>();
+  EXPECT_EQ(summed, unbounded);
   EXPECT_EQ(json["counts"]["passed"], 100);
   EXPECT_TRUE(json["passed"].get<bool>());
 }
