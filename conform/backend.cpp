@@ -25,38 +25,16 @@ class CommandLowered : public Lowered {
       : command_(std::move(command)), folder_(std::move(folder)), timeout_(timeout) {}
 
   TensorMap run(const TensorMap& inputs) override {
-    // mkdtemp: unique among runs of every worker and process sharing the folder.
-    const fs::path scratch = unique_folder(folder_.has_parent_path() ? folder_.parent_path() : ".", "run.");
-    fs::path in = scratch / "inputs.safetensors", out = scratch / "outputs.safetensors";
-    write_safetensors(in, inputs);
+    RunFiles files(folder_, inputs);
     std::string line = fmt::format("{} {} --inputs {} --outputs {}", command_, shell_quote(folder_.string()),
-                                   shell_quote(in.string()), shell_quote(out.string()));
+                                   shell_quote(files.inputs().string()), shell_quote(files.outputs().string()));
     ProcessResult r = run_process(line, timeout_);
-    if (r.exit_code == exit_unsupported) {
-      fs::remove_all(scratch);
+    if (r.exit_code == exit_unsupported)
       throw NotYet(r.stderr_tail.empty() ? std::string("the backend does not support this program (exit 77)")
                                          : fmt::format("the backend does not support this program: {}",
                                                        last_line(r.stderr_tail)));
-    }
-    if (!r.ok()) {
-      fs::remove_all(scratch);
-      const std::string fault = r.timed_out ? "timed out"
-                                : r.signal  ? fmt::format("was killed by signal {}", r.signal)
-                                            : fmt::format("exited with {}", r.exit_code);
-      throw BackendFailed(fmt::format("the backend {}", r.describe()), r.stderr_tail, fault,
-                          r.timed_out ? "timeout" : r.signal ? "crash" : "exit");
-    }
-    try {
-      TensorMap outputs;
-      for (auto& [name, t] : read_safetensors(out).tensors) outputs.emplace(name, t.clone());  // before removing the file
-      fs::remove_all(scratch);
-      return outputs;
-    } catch (const Error& e) {
-      fs::remove_all(scratch);
-      throw BackendFailed(fmt::format("the backend exited 0 but the outputs it was to write (--outputs) cannot be read: {}",
-                                      e.what()),
-                          r.stderr_tail);
-    }
+    if (!r.ok()) throw process_failure(r, fmt::format("the backend {}", r.describe()));
+    return files.read_outputs("exited 0", r.stderr_tail);
   }
 
  private:
@@ -73,6 +51,43 @@ class CommandLowered : public Lowered {
 };
 
 }  // namespace
+
+BackendFailed process_failure(const ProcessResult& r, const std::string& what) {
+  const std::string fault = r.timed_out ? "timed out"
+                            : r.signal  ? fmt::format("was killed by signal {}", r.signal)
+                                        : fmt::format("exited with {}", r.exit_code);
+  return BackendFailed(what, r.stderr_tail, fault, r.timed_out ? "timeout" : r.signal ? "crash" : "exit");
+}
+
+RunFiles::RunFiles(const fs::path& program_folder, const TensorMap& inputs)
+    // mkdtemp: unique among runs of every worker and process sharing the folder.
+    : scratch_(unique_folder(program_folder.has_parent_path() ? program_folder.parent_path() : ".", "run.")),
+      inputs_(scratch_ / "inputs.safetensors"),
+      outputs_(scratch_ / "outputs.safetensors") {
+  try {
+    write_safetensors(inputs_, inputs);
+  } catch (...) {
+    fs::remove_all(scratch_);
+    throw;
+  }
+}
+
+RunFiles::~RunFiles() {
+  std::error_code ec;
+  fs::remove_all(scratch_, ec);
+}
+
+TensorMap RunFiles::read_outputs(const std::string& claim, const std::string& stderr_tail) const {
+  try {
+    TensorMap outputs;
+    for (auto& [name, t] : read_safetensors(outputs_).tensors) outputs.emplace(name, t.clone());  // before removing the file
+    return outputs;
+  } catch (const Error& e) {
+    throw BackendFailed(
+        fmt::format("the backend {} but the outputs it was to write (--outputs) cannot be read: {}", claim, e.what()),
+        stderr_tail);
+  }
+}
 
 std::unique_ptr<Lowered> ReferenceBackend::lower(const fs::path& folder) {
   return std::make_unique<ReferenceLowered>(FolderRun::open(folder));

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/process.h"
 #include "core/tensor.h"
 #include "model/cut.h"
 
@@ -86,6 +87,30 @@ class BackendFailed : public Error {
   std::string stderr_tail;
   std::string fault;  // the process's own failure (exit code, signal, timeout); empty for bad outputs
   std::string type;   // "timeout", "crash", "exit" or "protocol" (CaseResult::failure_type)
+};
+
+// What a command backend's failed process (`r` not ok()) is reported as: `what`, with the
+// fault ("timed out", "was killed by signal 9", "exited with 3") and the failure type
+// campaigns classify runs by.
+BackendFailed process_failure(const ProcessResult& r, const std::string& what);
+
+// The files of one run of a command backend: a scratch folder beside the program folder,
+// the inputs written into it, and where the backend is to write its outputs. Removed
+// with the object.
+class RunFiles {
+ public:
+  RunFiles(const fs::path& program_folder, const TensorMap& inputs);
+  ~RunFiles();
+  RunFiles(const RunFiles&) = delete;
+  RunFiles& operator=(const RunFiles&) = delete;
+  const fs::path& inputs() const { return inputs_; }
+  const fs::path& outputs() const { return outputs_; }
+  // The outputs the backend says it wrote; BackendFailed ("protocol") when they cannot be
+  // read. `claim` is what the backend said ("exited 0").
+  TensorMap read_outputs(const std::string& claim, const std::string& stderr_tail) const;
+
+ private:
+  fs::path scratch_, inputs_, outputs_;
 };
 
 }  // namespace cutcheck

@@ -119,14 +119,15 @@ void kill_tree(pid_t keeper) {
 // The keeper: the child run_process forks. It makes itself a subreaper, starts the
 // command, sends the command's wait status down `status_fd`, and then only reaps until
 // it is killed. Runs between fork and exec in a process that may have threads, so it
-// makes async-signal-safe calls only.
-[[noreturn]] void keep(const char* command, int out_fd, int err_fd, int status_fd) {
+// makes async-signal-safe calls only. `in_fd` < 0: stdin from /dev/null.
+[[noreturn]] void keep(const char* command, int in_fd, int out_fd, int err_fd, int status_fd) {
   setpgid(0, 0);
   signal(SIGINT, SIG_DFL);  // cutcheck's own interrupt handling is not the backend's
   signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);  // cutcheck ignores it while it talks to servers; the backend must not inherit that
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || dup2(status_fd, 3) < 0)
+  if (in_fd < 0) in_fd = open("/dev/null", O_RDONLY);
+  if (in_fd < 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || dup2(status_fd, 3) < 0)
     _exit(127);
   // Nothing else of cutcheck's: not the pipes other workers' runs wait on for an end.
   if (close_range(4, ~0U, 0) != 0)
@@ -140,7 +141,8 @@ void kill_tree(pid_t keeper) {
     execv("/bin/sh", argv);
     _exit(127);
   }
-  close(1);  // so that the pipes end when the backend's processes close them
+  close(0);  // so that the pipes end when the backend's processes close them
+  close(1);
   close(2);
   int status = 0;
   if (backend < 0) {
@@ -163,37 +165,88 @@ std::string ProcessResult::describe() const {
   return fmt::format("exited with {}", exit_code);
 }
 
+void ProcessResult::set_wait_status(int status) {
+  if (WIFSIGNALED(status)) {
+    signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    exit_code = WEXITSTATUS(status);
+    if (exit_code > 128 && exit_code < 128 + 65) signal = exit_code - 128;  // the shell reports a signal so
+  }
+}
+
 std::string shell_quote(const std::string& word) {
   std::string out = "'";
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
 
-ProcessResult run_process(const std::string& command, double timeout_seconds, size_t tail_bytes) {
+KeptProcess::KeptProcess(const std::string& command, bool pipe_stdin) {
   static std::once_flag subreaper;
   std::call_once(subreaper, [] { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
-  throw_if_interrupted();
   // Close-on-exec everywhere, so that a backend another worker starts meanwhile does not
   // hold these pipes open; the keeper passes them on by dup2.
-  int out[2], err[2], done[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
+  int in[2] = {-1, -1}, out[2], err[2], done[2];
+  if ((pipe_stdin && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+      pipe2(done, O_CLOEXEC) != 0)
     throw IoError(fmt::format("cannot create pipes: {}", std::strerror(errno)));
-  const auto start = Clock::now();
   pid_t pid;
   {
     std::lock_guard lock(keepers_mutex);  // registered before a sweep can see it
     pid = fork();
-    if (pid == 0) keep(command.c_str(), out[1], err[1], done[1]);
+    if (pid == 0) keep(command.c_str(), in[0], out[1], err[1], done[1]);
     if (pid > 0) live_keepers.insert(pid);
   }
   if (pid < 0) throw IoError(fmt::format("cannot fork: {}", std::strerror(errno)));
   setpgid(pid, pid);  // also here, so the group exists before we might kill it
+  if (pipe_stdin) close(in[0]);
   close(out[1]);
   close(err[1]);
   close(done[1]);
+  keeper_ = pid;
+  in_ = in[1];
+  out_ = out[0];
+  err_ = err[0];
+  ended_ = done[0];
+}
+
+void KeptProcess::close_stdin() {
+  if (in_ >= 0) close(in_);
+  in_ = -1;
+}
+
+int KeptProcess::wait_status() {
+  int status = 0;
+  if (read(ended_, &status, sizeof status) == sizeof status) return status;
+  // No status: the keeper itself was killed (from outside); the run counts as killed by
+  // that signal, and what the keeper kept is now cutcheck's to kill.
+  if (keeper_ > 0) {
+    if (waitpid(keeper_, &status, __WALL) != keeper_) status = SIGKILL;
+    {
+      std::lock_guard lock(keepers_mutex);
+      live_keepers.erase(keeper_);
+    }
+    keeper_ = 0;
+    sweep_orphans();
+  }
+  return status;
+}
+
+void KeptProcess::kill() {
+  if (keeper_ > 0) kill_tree(keeper_);
+  keeper_ = 0;
+  for (int* fd : {&in_, &out_, &err_, &ended_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+ProcessResult run_process(const std::string& command, double timeout_seconds, size_t tail_bytes) {
+  throw_if_interrupted();
+  const auto start = Clock::now();
+  KeptProcess process(command, false);
   ProcessResult r;
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
-  pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {done[0], POLLIN, 0}};
+  pollfd fds[3] = {{process.stdout_fd(), POLLIN, 0}, {process.stderr_fd(), POLLIN, 0}, {process.ended_fd(), POLLIN, 0}};
   std::string* tails[2] = {&r.stdout_tail, &r.stderr_tail};
   int status = 0;
   bool interrupted = false;
@@ -215,23 +268,12 @@ ProcessResult run_process(const std::string& command, double timeout_seconds, si
       if (n > 0) {
         keep_tail(*tails[i], buffer, size_t(n), tail_bytes);
       } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
+        fds[i].fd = -1;  // at its end (the process closes it)
         fds[i].events = 0;
       }
     }
     if (!(fds[2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    // The command ended: its wait status, from the keeper. No status means the keeper itself
-    // was killed (from outside): the run counts as killed by that signal.
-    if (read(fds[2].fd, &status, sizeof status) != sizeof status) {
-      if (waitpid(pid, &status, __WALL) != pid) status = SIGKILL;
-      {
-        std::lock_guard lock(keepers_mutex);
-        live_keepers.erase(pid);
-      }
-      pid = 0;
-      sweep_orphans();
-    }
+    status = process.wait_status();  // the command ended
     // Drain what its pipes hold (a child of it may keep them open: not waited for).
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0) continue;
@@ -243,18 +285,10 @@ ProcessResult run_process(const std::string& command, double timeout_seconds, si
     break;
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();  // the run's, not the clean-up's
-  if (pid > 0) kill_tree(pid);  // the command, and anything it left running
-  for (pollfd& f : fds)
-    if (f.fd >= 0) close(f.fd);
+  process.kill();  // the command, and anything it left running
   if (interrupted) throw_if_interrupted();
   for (std::string* tail : tails) *tail = clean_text(utf8_tail(*tail, tail_bytes));
-  if (r.timed_out) return r;
-  if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-  } else if (WIFEXITED(status)) {
-    r.exit_code = WEXITSTATUS(status);
-    if (r.exit_code > 128 && r.exit_code < 128 + 65) r.signal = r.exit_code - 128;  // the shell reports a signal so
-  }
+  if (!r.timed_out) r.set_wait_status(status);
   return r;
 }
 

@@ -4,35 +4,7 @@
 # Usage: cli_hostile_backends.sh CUTCHECK
 set -uo pipefail
 backends=$(cd "$(dirname "$0")/backends" && pwd)
-work=$(mktemp -d)
-# cutcheck runs through a link of this test's own, so its processes (and `cutcheck run`
-# backends) are told apart from those of tests running beside this one.
-mkdir "$work/bin" && ln -s "$1" "$work/bin/cutcheck"
-cutcheck=$work/bin/cutcheck
-export CUTCHECK_TEST_MARKER="cutcheck-hostile-$$-$RANDOM"
-cleanup() {
-  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-mkdir tmp
-export TMPDIR=$work/tmp  # private: every temporary folder cutcheck makes must be gone afterwards
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# Nothing left: no cutcheck, no process carrying the marker, nothing in TMPDIR, no
-# OUT.tmp.* litter.
-nothing_left() {
-  sleep 0.2
-  local left
-  left=$(pgrep -af "$CUTCHECK_TEST_MARKER|$cutcheck" | grep -v pgrep)
-  [ -z "$left" ] || fail "$1: processes left: $left"
-  pkill -KILL -f "$CUTCHECK_TEST_MARKER" 2>/dev/null
-  [ -z "$(ls -A tmp)" ] || fail "$1: left in TMPDIR: $(ls -A tmp)"
-  rm -rf tmp/* tmp/.[!.]* 2>/dev/null
-  [ -z "$(find . -name '*.tmp.*')" ] || fail "$1: temporary files left: $(find . -name '*.tmp.*')"
-}
+source "$backends/../backend_sandbox.sh" "$1" hostile
 
 # A CUTCHECK_TEST_MARKER-carrying conform; $1 = label, the rest = arguments.
 conform() { "$cutcheck" conform --cuts decode --keep keep "$@" > out.txt 2> err.txt; }

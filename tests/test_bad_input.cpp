@@ -17,6 +17,7 @@
 #include "core/files.h"
 #include "core/limits.h"
 #include "core/safetensors.h"
+#include "core/serve_protocol.h"
 #include "model/cut.h"
 #include "model/gguf.h"
 #include "model/hf.h"
@@ -496,6 +497,20 @@ std::vector<Bad> catalog() {
                  manifest(j);
                },
                is<FormatError>(), "manifest.json: weight 'w': shape [4294967296,4294967296,4294967296] is too large"});
+  // The persistent protocol's messages (core/serve_protocol.h).
+  c.push_back({"serve answer not JSON", [] { parse_answer("done"); }, is<FormatError>(), "the answer: malformed JSON"});
+  c.push_back({"serve answer without id", [] { parse_answer(R"({"status": "ok"})"); }, is<FormatError>(),
+               "the answer: missing field 'id'"});
+  c.push_back({"serve answer with a string id", [] { parse_answer(R"({"id": "1", "status": "ok"})"); }, is<FormatError>(),
+               "the answer: field 'id'"});
+  c.push_back({"serve answer of unknown status", [] { parse_answer(R"({"id": 1, "status": "done"})"); },
+               is<FormatError>(), "status 'done' is none of ok, unsupported, error"});
+  c.push_back({"serve answer with a numeric message", [] { parse_answer(R"({"id": 1, "status": "ok", "message": 3})"); },
+               is<FormatError>(), "the answer: field 'message'"});
+  c.push_back({"serve request without outputs", [] { parse_request(R"({"id": 1, "folder": "f", "inputs": "i"})"); },
+               is<FormatError>(), "the request: missing field 'outputs'"});
+  c.push_back({"serve request path not UTF-8", [] { request_line({1, "f\xff", "i", "o"}); }, is<Error>(),
+               "not valid UTF-8"});
   return c;
 }
 
@@ -521,6 +536,19 @@ INSTANTIATE_TEST_SUITE_P(Catalog, BadInput, ::testing::ValuesIn(catalog()), [](c
 });
 
 TEST(BadInputCatalog, HasAtLeastEightyNineEntries) { EXPECT_GE(catalog().size(), 89u); }
+
+TEST(ServeProtocol, MessagesRoundTrip) {
+  const ServeRequest r = parse_request(request_line({7, "/a b/\"q\"", "/in", "/out"}));
+  EXPECT_EQ(r.id, 7);
+  EXPECT_EQ(r.folder, "/a b/\"q\"");
+  EXPECT_EQ(r.outputs, "/out");
+  const std::string line = answer_line({7, ServeStatus::unsupported, "no\nsplits"});
+  EXPECT_EQ(line.find('\n'), line.size() - 1);  // one line, the message's newline escaped
+  const ServeAnswer a = parse_answer(line);
+  EXPECT_EQ(a.status, ServeStatus::unsupported);
+  EXPECT_EQ(a.message, "no\nsplits");
+  EXPECT_EQ(parse_answer(R"({"id": 2, "status": "error"})").message, "");
+}
 
 TEST(Paths, ManifestEntriesCannotLeaveTheirFolder) {
   fs::path dir = test::temp_dir("paths");

@@ -1,6 +1,7 @@
 // The MLIR backend: every cut exports, verifies and compiles with Debian's MLIR 22, and
 // passes conformance; in spec precision bit for bit, in f32 within the tolerance; and
 // stories260K generates llama2.c's tokens through it.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 
 #include <cstdlib>
@@ -10,13 +11,18 @@
 #include "conform/campaign.h"
 #include "conform/op_suite.h"
 #include "conform/report.h"
+#include "conform/serve_backend.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "core/safetensors.h"
+#include "core/serve_protocol.h"
 #include "harness/generate.h"
 #include "mlir/compile.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
+#include "program/fingerprint.h"
 #include "program/folder.h"
+#include "program/inputs.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -126,6 +132,64 @@ TEST(Mlir, PassesTheOpSuiteBitwiseInSpecPrecision) {
   EXPECT_TRUE(r.passed());
 }
 
+// The persistent protocol (`cutcheck-mlir run --serve`): the same verdicts as process per run.
+TEST(Mlir, ServesCasesBitwiseAndSaysSplitsAreUnsupported) {
+  REQUIRE_TOOLCHAIN();
+  ServeBackend backend(mlir_backend + " run", 300);
+  ConformReport exact = conform(backend, campaign(6, "serve"));
+  EXPECT_TRUE(exact.passed()) << summary_table(exact);
+  EXPECT_EQ(worst_abs(exact), 0.0);
+  ConformOptions o = campaign(2, "serve-split");
+  o.tp = {2};
+  o.kinds = {CutKind::decode_layer};
+  ConformReport split = conform(backend, o);
+  EXPECT_EQ(split.count(Verdict::unsupported), 2) << summary_table(split);
+}
+
+// A server keeps what it compiled and loaded: a second request for the same folder
+// reuses it, and gives the same bits.
+TEST(Mlir, AServerKeepsCompiledProgramsBetweenRequests) {
+  REQUIRE_TOOLCHAIN();
+  const fs::path dir = test::temp_dir("mlir-keep");
+  const ModelSpec spec = builtin_spec("tiny");
+  write_weights(dir / "w", synthetic_weights(spec, 1), spec);
+  write_cut_folder(Cut{CutKind::decode, 1, 3, 8}, spec, 1, dir / "w", dir / "p", false);
+  write_safetensors(dir / "in.safetensors", random_inputs(ProgramFolder::read(dir / "p").program, 5));
+  std::string requests;
+  for (int64_t id : {1, 2})
+    requests += request_line({id, (dir / "p").string(), (dir / "in.safetensors").string(),
+                              (dir / fmt::format("out{}.safetensors", id)).string()});
+  write_file_atomic(dir / "requests.txt", requests);
+  ProcessResult r = run_process(fmt::format("{} run --serve --verbose < {}", shell_quote(mlir_backend),
+                                            shell_quote((dir / "requests.txt").string())),
+                                300);
+  ASSERT_TRUE(r.ok()) << r.describe() << r.stderr_tail;
+  EXPECT_EQ(r.stdout_tail, answer_line({1, ServeStatus::ok, ""}) + answer_line({2, ServeStatus::ok, ""}));
+  EXPECT_THAT(r.stderr_tail, ::testing::HasSubstr("kept from an earlier request"));
+  EXPECT_EQ(read_file(dir / "out1.safetensors"), read_file(dir / "out2.safetensors"));
+}
+
+// What a server keys kept programs on: the folder's content, wherever it is; an edit of
+// the program, or weights written again, is another program.
+TEST(ProgramFingerprint, FollowsTheContentNotThePath) {
+  const fs::path dir = test::temp_dir("fingerprint");
+  const ModelSpec spec = builtin_spec("tiny");
+  write_weights(dir / "w", synthetic_weights(spec, 1), spec);
+  const Cut cut{CutKind::decode, 1, 3, 8};
+  write_cut_folder(cut, spec, 1, dir / "w", dir / "a", false);
+  write_cut_folder(cut, spec, 1, dir / "w", dir / "b", false);
+  const std::string a = program_fingerprint(dir / "a");
+  EXPECT_EQ(program_fingerprint(dir / "b"), a);
+  write_cut_folder(Cut{CutKind::decode, 1, 3, 9}, spec, 1, dir / "w", dir / "b", false);
+  EXPECT_NE(program_fingerprint(dir / "b"), a);
+  write_file_atomic(dir / "a" / "program.txt", read_file(dir / "a" / "program.txt") + "\n");
+  const std::string edited = program_fingerprint(dir / "a");
+  EXPECT_NE(edited, a);
+  const fs::path weights = dir / "w" / "model.safetensors";
+  fs::last_write_time(weights, fs::last_write_time(weights) + std::chrono::seconds(1));  // written again
+  EXPECT_NE(program_fingerprint(dir / "a"), edited);
+}
+
 TEST(Mlir, CollectivesHaveNoExportAndSaySo) {
   std::vector<Authored> chips = write_split(Cut::decode_layer(0, 4), builtin_spec("tiny"), "w", 2);
   Program p = chips[0].program;
@@ -138,6 +202,7 @@ TEST(Mlir, CollectivesHaveNoExportAndSaySo) {
   }
 }
 
+// Through a process per step, and through one server for the whole generation.
 TEST(Mlir, StoriesGeneratesLlama2cTokensThroughMlir) {
   REQUIRE_TOOLCHAIN();
   SKIP_WITHOUT_SHARED(shared);
@@ -145,10 +210,13 @@ TEST(Mlir, StoriesGeneratesLlama2cTokensThroughMlir) {
   fs::path dir = test::temp_dir("mlir-stories");
   Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
   write_weights(dir / "weights", m.weights, m.spec);
-  CommandBackend backend(mlir_backend + " run", 300);
-  BackendRunner runner(backend, m.spec, dir / "weights", dir / "programs");
-  Generation g = generate(runner, m.spec, {{1}, 64, 0, Via::decode});
-  EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>());
+  CommandBackend each_step(mlir_backend + " run", 300);
+  ServeBackend one_server(mlir_backend + " run", 300);
+  for (Backend* backend : std::initializer_list<Backend*>{&each_step, &one_server}) {
+    BackendRunner runner(*backend, m.spec, dir / "weights", dir / ("programs-" + std::to_string(backend == &one_server)));
+    Generation g = generate(runner, m.spec, {{1}, 64, 0, Via::decode});
+    EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>()) << backend->name();
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "conform/op_suite.h"
 #include "conform/report.h"
+#include "conform/serve_backend.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/temp_folder.h"
@@ -44,7 +45,7 @@ void add_conform(CLI::App& app) {
     double timeout = 60;
     std::optional<double> shrink_time;
     std::optional<double> atol, rtol, nmse;
-    bool no_shrink = false, ops = false;
+    bool no_shrink = false, ops = false, serve = false;
     std::vector<std::string> ops_filter;
     std::vector<std::string> fix;
     ShapeSpace shapes = ShapeSpace::campaign();
@@ -54,6 +55,9 @@ void add_conform(CLI::App& app) {
   cmd->add_option("--backend", a->backend,
                   "the backend's command up to its run verb; cutcheck appends FOLDER --inputs IN --outputs OUT")
       ->required();
+  cmd->add_flag("--serve", a->serve,
+                "start the backend once as `BACKEND --serve` and send it one request per run (the persistent protocol, "
+                "docs/conformance.md); with --jobs N, N servers");
   cmd->add_option("--cuts", a->cuts, "cut kinds to generate: globs, comma-separated (decode,batch_*)")->capture_default_str();
   cmd->add_option("--tp", a->tp, "tp widths to generate (cuts that split: decode, batch, decode_layer, batch_layer)")
       ->capture_default_str()->check(tp_width);
@@ -122,18 +126,24 @@ void add_conform(CLI::App& app) {
     o.shrink = !a->no_shrink;
     if (a->shrink_time) o.shrink_seconds = *a->shrink_time;
     o.keep = a->keep;
+    const std::string serve = a->serve ? " --serve" : "";
     o.replay_prefix = o.tolerance.bounded()
-                          ? fmt::format("cutcheck conform --backend '{}' --tolerance bound --precision {}", a->backend,
-                                        a->precision)
-                          : fmt::format("cutcheck conform --backend '{}' --tolerance {} --atol {} --rtol {} --nmse {}",
-                                        a->backend, a->tolerance, o.tolerance.atol, o.tolerance.rtol, o.tolerance.nmse);
+                          ? fmt::format("cutcheck conform --backend '{}'{} --tolerance bound --precision {}", a->backend,
+                                        serve, a->precision)
+                          : fmt::format("cutcheck conform --backend '{}'{} --tolerance {} --atol {} --rtol {} --nmse {}",
+                                        a->backend, serve, a->tolerance, o.tolerance.atol, o.tolerance.rtol,
+                                        o.tolerance.nmse);
     check_report_path("--json", a->json);
     check_report_path("--junit", a->junit);
     check_report_path("--html", a->html);
     o.jobs = a->jobs > 0 ? a->jobs : int(std::max(1u, std::thread::hardware_concurrency()));
     o.shard = Shard::parse(a->shard);
-    CommandBackend backend(a->backend, a->timeout);
     InterruptScope interrupts;  // SIGINT, SIGTERM: stop the backend, report what finished, exit 128 + signal
+    // After `interrupts`, so that the servers' shutdown runs under it.
+    std::unique_ptr<Backend> backend_owner;
+    if (a->serve) backend_owner = std::make_unique<ServeBackend>(a->backend, a->timeout);
+    else backend_owner = std::make_unique<CommandBackend>(a->backend, a->timeout);
+    Backend& backend = *backend_owner;
 
     if (!a->ops_filter.empty() && !a->ops) throw Error("--ops-filter chooses op cases: it needs --ops");
     if (a->ops) {

@@ -8,6 +8,7 @@
 #include "core/temp_folder.h"
 #include "harness/generate.h"
 #include "conform/backend_runner.h"
+#include "conform/serve_backend.h"
 #include "harness/split.h"
 #include "model/weights.h"
 #include "tools/commands.h"
@@ -50,7 +51,7 @@ void add_generate(CLI::App& app) {
     int64_t steps = 16, ctx = 0, tp = 1;
     int threads = 1;
     uint64_t seed = 0;
-    bool compare = false;
+    bool compare = false, serve = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("generate", "greedy generation through the reference interpreter");
@@ -69,23 +70,29 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--backend", args->backend,
                   "generate through a backend command instead (the conformance protocol), e.g. 'cutcheck-mlir run'; "
                   "needs --weights, and runs unsplit");
+  cmd->add_flag("--serve", args->serve,
+                "with --backend: start it once as `BACKEND --serve` for the whole generation (the persistent protocol)");
   cmd->add_flag("--compare", args->compare,
                 "with --backend: generate through the reference too and report the first step whose token differs");
   cmd->callback([args] {
     if (args->compare && args->backend.empty()) throw Error("--compare needs --backend: it compares a backend's tokens");
+    if (args->serve && args->backend.empty()) throw Error("--serve needs --backend: it is how the backend is run");
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
-    std::unique_ptr<CutRunner> runner;
-    std::unique_ptr<Backend> backend;
-    std::optional<TempFolder> work;
+    // In this order, so that the runner goes before its backend, and a backend's servers
+    // are shut down before their folder is removed and while signals are still caught.
     std::optional<InterruptScope> interrupts;  // a backend runs: a signal stops it and cleans up
+    std::optional<TempFolder> work;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<CutRunner> runner;
     if (!args->backend.empty()) {
       if (args->weights.empty()) throw Error("--backend needs --weights: the backend reads weights from files");
       if (args->tp != 1) throw NotYet("--backend with --tp: split programs go to the backend as chip folders; not yet");
       interrupts.emplace();
       work.emplace("generate");
-      backend = std::make_unique<CommandBackend>(args->backend, 600);
+      if (args->serve) backend = std::make_unique<ServeBackend>(args->backend, 600);
+      else backend = std::make_unique<CommandBackend>(args->backend, 600);
       runner = std::make_unique<BackendRunner>(*backend, spec, args->weights, work->path());
     } else if (args->tp == 1) {
       RunOptions run;
