@@ -185,10 +185,18 @@ KeptProcess::KeptProcess(const std::string& command, bool pipe_stdin) {
   std::call_once(subreaper, [] { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
   // Close-on-exec everywhere, so that a backend another worker starts meanwhile does not
   // hold these pipes open; the keeper passes them on by dup2.
-  int in[2] = {-1, -1}, out[2], err[2], done[2];
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, done[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {in, out, err, done})
+      for (int i = 0; i < 2; ++i)
+        if (p[i] >= 0) close(p[i]);
+  };
   if ((pipe_stdin && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-      pipe2(done, O_CLOEXEC) != 0)
-    throw IoError(fmt::format("cannot create pipes: {}", std::strerror(errno)));
+      pipe2(done, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close_all();  // the pipes made before the one that failed
+    throw IoError(fmt::format("cannot create pipes: {}", std::strerror(e)));
+  }
   pid_t pid;
   {
     std::lock_guard lock(keepers_mutex);  // registered before a sweep can see it
@@ -196,7 +204,11 @@ KeptProcess::KeptProcess(const std::string& command, bool pipe_stdin) {
     if (pid == 0) keep(command.c_str(), in[0], out[1], err[1], done[1]);
     if (pid > 0) live_keepers.insert(pid);
   }
-  if (pid < 0) throw IoError(fmt::format("cannot fork: {}", std::strerror(errno)));
+  if (pid < 0) {
+    const int e = errno;
+    close_all();
+    throw IoError(fmt::format("cannot fork: {}", std::strerror(e)));
+  }
   setpgid(pid, pid);  // also here, so the group exists before we might kill it
   if (pipe_stdin) close(in[0]);
   close(out[1]);
