@@ -86,24 +86,22 @@ OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* lo
   for (size_t r = 0; r < w.size(); ++r) {
     if (w[r] == g[r]) continue;
     bool near_tie = false;
-    // A row with a logit that has no bound (a correct f16 backend may overflow there, and
-    // its NaNs make the program's arg-max the vocabulary size) holds no pick.
-    if (tol.bounded() && logits && g[r] >= 0 && size_t(g[r]) <= vocab) {
+    if (logits) {
       auto row = logits->as<float>().subspan(r * vocab, vocab);
-      auto bound = bounds->as<float>().subspan(r * vocab, vocab);
+      auto allowed = [&](size_t j) {
+        return tol.allowed(row[j], tol.bounded() ? bounds->as<float>()[r * vocab + j] : 0);
+      };
+      // A row with a logit that has no bound (a correct f16 backend may overflow there, and
+      // its NaNs make the program's arg-max the vocabulary size) holds no pick.
       bool unbounded = false;
-      for (size_t j = 0; j < vocab && !unbounded; ++j) unbounded = !(tol.allowed(row[j], bound[j]) < INFINITY);
-      if (unbounded) continue;
-    }
-    // Both picks must be tokens (an all-NaN row makes the reference's pick the vocabulary size).
-    if (logits && g[r] >= 0 && size_t(g[r]) < vocab && w[r] >= 0 && size_t(w[r]) < vocab) {
-      auto row = logits->as<float>().subspan(r * vocab, vocab);
+      for (size_t j = 0; tol.bounded() && j < vocab && !unbounded; ++j) unbounded = !(allowed(j) < INFINITY);
       const size_t a = size_t(w[r]), b = size_t(g[r]);
-      if (tol.bounded()) {
-        auto bound = bounds->as<float>().subspan(r * vocab, vocab);
-        near_tie = double(row[a]) - double(row[b]) <= tol.allowed(row[a], bound[a]) + tol.allowed(row[b], bound[b]);
-      } else {
-        near_tie = std::abs(double(row[b]) - double(row[a])) <= tol.allowed(row[a], 0);
+      if (unbounded) {
+        near_tie = g[r] >= 0 && b <= vocab;
+      } else if (g[r] >= 0 && b < vocab && w[r] >= 0 && a < vocab) {
+        // Both picks must be tokens (an all-NaN row makes the reference's pick the vocabulary size).
+        near_tie = tol.bounded() ? double(row[a]) - double(row[b]) <= allowed(a) + allowed(b)
+                                 : std::abs(double(row[b]) - double(row[a])) <= allowed(a);
       }
     }
     if (!near_tie && e.mismatches++ == 0)
