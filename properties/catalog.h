@@ -14,6 +14,9 @@ struct Property {
   std::string name;         // "composition.decode"
   std::string description;  // one line
   std::function<void(const Subject&)> body;  // draws its values with *gen and asserts with RC_ASSERT / RC_FAIL
+  // Compares runs of the subject's runner with one another, and nothing else of it: it
+  // holds of a backend as of the reference (`cutcheck check --backend`).
+  bool backend = false;
 };
 
 const std::vector<Property>& catalog();

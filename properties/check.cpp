@@ -2,15 +2,34 @@
 
 #include <chrono>
 
+#include "core/error.h"
+
 namespace cutcheck {
 
 CheckResult check(const Property& property, const Subject& subject, const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  Agreement* agreement = subject.agreement.get();
+  if (agreement) agreement->clear();
   RcOutcome outcome = run_property({property.name, property.description, options.cases, options.seed, options.shrink,
                                     options.reproduce},
-                                   [&] { property.body(subject); });
+                                   [&] {
+                                     if (!agreement) return property.body(subject);
+                                     try {
+                                       property.body(subject);
+                                     } catch (const NotYet& e) {  // the backend refused a cut this case needs
+                                       agreement->refused(e.what());
+                                     }
+                                   });
   CheckResult out;
   out.property = property.name;
+  if (agreement) {
+    out.backend = true;
+    out.tolerant = agreement->tolerant();
+    out.headroom = agreement->headroom();
+    out.worst = agreement->worst();
+    out.unsupported = agreement->refusals();
+    out.refusal = agreement->refusal();
+  }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.cases = outcome.cases;
   switch (outcome.kind) {
@@ -31,6 +50,12 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
     out.failure = "no case ran";
   }
   return out;
+}
+
+std::string CheckResult::verdict() const {
+  if (!passed) return "fails";
+  if (backend && unsupported >= cases) return "unsupported";
+  return tolerant > 0 ? "within tolerance" : "bitwise";
 }
 
 }  // namespace cutcheck

@@ -26,6 +26,18 @@ struct CheckResult {
   std::string failure;         // what failed, after shrinking
   std::string counterexample;  // the shrunk case, printed
   std::string reproduce;       // RC_PARAMS value that replays this failure
+  // With a backend as the subject (Subject::agreement), how its runs agreed when the
+  // property passed: tolerant comparisons, the worst headroom among them and where; and
+  // the cases the backend refused (exit 77), with the first reason.
+  bool backend = false;
+  int tolerant = 0;
+  double headroom = 0;
+  std::string worst;
+  int unsupported = 0;
+  std::string refusal;
+  // "bitwise", "within tolerance", "unsupported" (every case refused) or "fails"; the
+  // reference's properties pass bitwise or fail.
+  std::string verdict() const;
 };
 
 CheckResult check(const Property& property, const Subject& subject, const CheckOptions& options);

@@ -6,6 +6,8 @@
 #include "harness/split.h"
 #include "oracle/oracle.h"
 #include "program/text.h"
+#include "properties/generators.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 
@@ -38,6 +40,9 @@ Subject Subject::reference() {
     auto keep = std::make_shared<std::string>(bytes);
     return parse_safetensors(std::as_bytes(std::span(keep->data(), keep->size())), "roundtrip", keep).tensors;
   };
+  s.cases = [](std::vector<CutKind> kinds) { return gen_case(std::move(kinds)); };
+  s.split_cases = [] { return gen_split_case(); };
+  s.weights = [](const Case& c) { return synthetic_weights(c.spec, c.weight_seed); };
   return s;
 }
 

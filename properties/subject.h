@@ -3,6 +3,8 @@
 // for a faulty one and expects the property to fail.
 #pragma once
 
+#include <rapidcheck.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -12,6 +14,8 @@
 #include "author/author.h"
 #include "harness/runner.h"
 #include "harness/tolerance.h"
+#include "properties/agreement.h"
+#include "properties/case.h"
 
 namespace cutcheck {
 
@@ -41,6 +45,16 @@ struct Subject {
   std::function<ModelSpec(const std::string&)> parse_spec;
   std::function<std::string(const TensorMap&)> encode;
   std::function<TensorMap(const std::string&)> decode;
+
+  // The cases the properties that run cuts draw (a cut of one of the kinds; a splittable
+  // cut with its tp), and a case's weights: small random specs and seeded weights, unless
+  // `check --backend` fixes the spec (--spec), the tp widths (--tp) or the weights (--weights).
+  std::function<rc::Gen<Case>(std::vector<CutKind>)> cases;
+  std::function<rc::Gen<Case>()> split_cases;
+  std::function<TensorMap(const Case&)> weights;
+  // How two runs that should agree are judged: null demands equal bits (the reference);
+  // with a backend as the runner, an Agreement that allows the tolerance and keeps count.
+  std::shared_ptr<Agreement> agreement;
 
   static Subject reference();
 };

@@ -18,7 +18,17 @@ struct CheckRun {
   std::string started, host;
   std::vector<CheckResult> results = {};  // in the order run
   bool finished = false;
+  std::string backend = {};  // the subject when not the reference (check --backend)
+  // How to re-run a property's failure: this, then --filter NAME --reproduce '...'.
+  std::string replay_prefix = "cutcheck check";
+  std::string reproducers = {};  // check --backend: the folder its failures' reproducers are kept in
 };
+
+// One property's result, and back (check --jobs passes results between processes so).
+Json check_result_json(const CheckResult& r);
+CheckResult check_result_from_json(const Json& json);
+// The command that replays a failure, or "" when it has no reproduce string.
+std::string replay_command(const CheckRun& run, const CheckResult& r);
 
 Json check_report_json(const CheckRun& run);
 std::string check_junit_xml(const Json& report);

@@ -1,10 +1,21 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include "core/error.h"
-#include "properties/check.h"
+#include <map>
+#include <thread>
+
+#include "conform/backend_subject.h"
 #include "conform/report.h"
+#include "conform/serve_backend.h"
+#include "core/error.h"
 #include "core/files.h"
+#include "core/interrupt.h"
+#include "core/temp_folder.h"
+#include "core/version.h"
+#include "properties/check.h"
 #include "tools/check_report.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -21,17 +32,265 @@ bool selected(const std::string& name, const std::string& filters) {
   return false;
 }
 
+struct Args {
+  int cases = 100;
+  uint64_t seed = 1;
+  std::string filter, reproduce, junit, json;
+  bool no_shrink = false;
+  // check --backend
+  std::string backend, spec = "random", weights, precision = "f32", keep = "check-failures";
+  std::vector<int64_t> tp{2};
+  double timeout = 60;
+  int jobs = 1;
+  bool serve = false;
+};
+
+// Runs one property on the subject `make` builds (once per process that checks).
+using Checker = std::function<CheckResult(const Property&)>;
+
+// Runs `chosen`, calling `done` with each result in the catalog's order. With jobs > 1
+// the properties run in that many forked processes (RapidCheck keeps its state in
+// statics: one process checks one property at a time), each building its own subject
+// (and backend servers) with `make` and sending its results back as JSON lines.
+void check_all(const std::vector<const Property*>& chosen, const std::function<Checker()>& make, int jobs,
+               const std::function<void(CheckResult)>& done) {
+  jobs = std::min<int>(jobs, int(chosen.size()));
+  if (jobs <= 1) {
+    const Checker check_one = make();
+    for (const Property* p : chosen) done(check_one(*p));
+    return;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  struct Child {
+    pid_t pid;
+    int fd;
+    std::string buffer;
+  };
+  std::vector<Child> children;
+  for (int k = 0; k < jobs; ++k) {
+    int fds[2];
+    if (pipe(fds) != 0) throw IoError("check --jobs: cannot make a pipe");
+    const pid_t pid = fork();
+    if (pid < 0) throw IoError("check --jobs: cannot fork");
+    if (pid == 0) {
+      close(fds[0]);
+      for (const Child& c : children) close(c.fd);
+      int status = 0;
+      try {
+        const Checker check_one = make();
+        for (size_t i = size_t(k); i < chosen.size(); i += size_t(jobs)) {
+          const std::string line =
+              check_result_json(check_one(*chosen[i])).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+          for (size_t at = 0; at < line.size();) {
+            const ssize_t n = ::write(fds[1], line.data() + at, line.size() - at);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw IoError("check --jobs: cannot write to the parent");
+            at += size_t(n);
+          }
+        }
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "cutcheck check worker: {}\n", e.what());
+        status = 2;
+      }
+      close(fds[1]);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(status);
+    }
+    close(fds[1]);
+    children.push_back({pid, fds[0], ""});
+  }
+  // Results arrive in any order; they are passed on in the catalog's.
+  std::map<size_t, CheckResult> arrived;
+  std::vector<size_t> next_of;  // the index of each worker's next result
+  for (int k = 0; k < jobs; ++k) next_of.push_back(size_t(k));
+  size_t next_done = 0;
+  size_t open = children.size();
+  while (open > 0) {
+    std::vector<pollfd> fds;
+    for (const Child& c : children)
+      if (c.fd >= 0) fds.push_back({c.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) throw IoError("check --jobs: poll failed");
+    for (size_t k = 0; k < children.size(); ++k) {
+      Child& c = children[k];
+      if (c.fd < 0) continue;
+      auto it = std::find_if(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == c.fd; });
+      if (it == fds.end() || !(it->revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char chunk[65536];
+      const ssize_t n = read(c.fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        close(c.fd);
+        c.fd = -1;
+        --open;
+        continue;
+      }
+      c.buffer.append(chunk, size_t(n));
+      for (size_t at; (at = c.buffer.find('\n')) != std::string::npos;) {
+        arrived.emplace(next_of[k], check_result_from_json(parse_json(c.buffer.substr(0, at), "a check worker")));
+        next_of[k] += size_t(jobs);
+        c.buffer.erase(0, at + 1);
+      }
+    }
+    for (auto it = arrived.find(next_done); it != arrived.end(); it = arrived.find(++next_done)) {
+      done(std::move(it->second));
+      arrived.erase(it);
+    }
+  }
+  bool failed = false;
+  for (const Child& c : children) {
+    int status = 0;
+    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  throw_if_interrupted();
+  if (failed || next_done != chosen.size())
+    throw Error(fmt::format("check --jobs: a worker stopped after {} of {} properties (its error is above)", next_done,
+                            chosen.size()));
+}
+
+std::string figure(const CheckResult& r) {
+  const std::string verdict = r.verdict();
+  if (verdict == "within tolerance") return fmt::format("worst headroom {:.3g}: {}", r.headroom, r.worst);
+  if (verdict == "unsupported") return r.refusal;
+  if (r.unsupported > 0) return fmt::format("{} of {} cases unsupported", r.unsupported, r.cases);
+  return "";
+}
+
+// The reproducer of a backend property's failure: the failing case replayed once with its
+// runners' folders (programs and weights) kept, and report.txt saying how to re-run it.
+void keep_reproducer(const fs::path& folder, const Property& p, const CheckResult& r, const CheckRun& run,
+                     const std::function<Subject(const fs::path&)>& subject_in) {
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  std::string replayed = "not replayed (no reproduce string)";
+  if (!r.reproduce.empty()) {
+    const CheckResult again = check(p, subject_in(folder / "runs"), {1, run.seed, false, r.reproduce});
+    replayed = again.passed ? "the replay passed: this failure did not repeat (a nondeterministic backend?)"
+                            : "the replay failed again; runs/ holds a folder per runner: its program folders "
+                                      "(cut0, ...), weights, and each run's cut, inputs and outputs (run-N.*)";
+  }
+  write_file_atomic(folder / "report.txt",
+                    fmt::format("{}\nbackend: {}\nproperty: {}\nfailure: {}\ncounterexample: {}re-run: {}\nkept: {}\n",
+                                version_line(), run.backend, r.property, r.failure, r.counterexample,
+                                replay_command(run, r), replayed));
+}
+
+void run_checks(const Args& a) {
+  if (a.cases < 1) throw Error("--cases must be at least 1");
+  check_report_path("--json", a.json);
+  check_report_path("--junit", a.junit);
+  const bool on_backend = !a.backend.empty();
+  std::vector<const Property*> chosen;
+  for (const Property& p : catalog())
+    if (selected(p.name, a.filter) && (!on_backend || p.backend)) chosen.push_back(&p);
+  if (chosen.empty())
+    throw Error(fmt::format("--filter '{}' selects no property{}", a.filter, on_backend ? " that applies to a backend" : ""));
+
+  CheckRun run{a.seed, a.cases, a.filter, utc_now(), host_name()};
+  BackendSubjectOptions bo;
+  std::function<Subject(const fs::path&)> subject_in;  // a backend subject working in a folder
+  std::optional<TempFolder> work;
+  std::unique_ptr<InterruptScope> interrupts;
+  if (on_backend) {
+    if (a.spec != "random") bo.spec = load_spec(a.spec);
+    if (!a.weights.empty() && !bo.spec) throw Error("--weights needs --spec");
+    bo.weights = a.weights;
+    bo.tp = a.tp;
+    bo.tolerance = tolerance_option("bound", a.precision);
+    if (std::none_of(a.tp.begin(), a.tp.end(), [](int64_t tp) { return tp > 1; }))
+      std::erase_if(chosen, [](const Property* p) { return p->name.starts_with("tp."); });
+    run.backend = a.backend + (a.serve ? " --serve" : "");
+    std::string prefix = fmt::format("cutcheck check --backend '{}'{} --precision {} --seed {} --tp {}", a.backend,
+                                     a.serve ? " --serve" : "", a.precision, a.seed, fmt::join(a.tp, ","));
+    if (bo.spec) prefix += fmt::format(" --spec '{}'", a.spec);
+    if (!a.weights.empty()) prefix += fmt::format(" --weights '{}'", fs::absolute(a.weights).string());
+    run.replay_prefix = prefix;
+    run.reproducers = fs::absolute(a.keep).string();
+    interrupts = std::make_unique<InterruptScope>();
+    work.emplace("check");
+    bo.work = work->path();
+    subject_in = [a, bo](const fs::path& folder) {
+      // The backend lives as long as the subject's runners: shared by them.
+      std::shared_ptr<Backend> backend;
+      if (a.serve) backend = std::make_shared<ServeBackend>(a.backend, a.timeout);
+      else backend = std::make_shared<CommandBackend>(a.backend, a.timeout);
+      BackendSubjectOptions o = bo;
+      o.work = folder;
+      o.keep = folder != bo.work;
+      Subject s = backend_subject(*backend, o);
+      auto runner = s.runner;
+      auto split_runner = s.split_runner;
+      s.runner = [backend, runner](const ModelSpec& spec, const TensorMap& w) { return runner(spec, w); };
+      s.split_runner = [backend, split_runner](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
+        return split_runner(spec, w, tp);
+      };
+      return s;
+    };
+    subject_in(bo.work);  // refuses a spec no --tp splits, or unreadable weights, before any property runs
+  } else {
+    for (const auto& [set, option] : std::initializer_list<std::pair<bool, const char*>>{
+             {a.serve, "--serve"}, {a.spec != "random", "--spec"}, {!a.weights.empty(), "--weights"},
+             {a.precision != "f32", "--precision"}, {a.jobs != 1, "--jobs"}, {a.tp != std::vector<int64_t>{2}, "--tp"}})
+      if (set) throw Error(fmt::format("{} goes with --backend: the reference's properties take none", option));
+  }
+
+  const CheckOptions options{a.cases, a.seed, !a.no_shrink, a.reproduce};
+  auto write = [&] {
+    const Json report = check_report_json(run);
+    if (!a.json.empty()) write_file_atomic(a.json, json_text(report));
+    if (!a.junit.empty() && run.finished) write_file_atomic(a.junit, check_junit_xml(report));
+  };
+  const int width = 26;
+  fmt::print("{:<{}} {:>6}  {:<16} {:>8}\n", "property", width, "cases", "result", "seconds");
+  std::fflush(stdout);
+  int total = 0;
+  double seconds = 0;
+  auto make = [&]() -> Checker {
+    auto subject = std::make_shared<Subject>(on_backend ? subject_in(bo.work) : Subject::reference());
+    return [subject, options](const Property& p) { return check(p, *subject, options); };
+  };
+  check_all(chosen, make, a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency())),
+            [&](CheckResult r) {
+              const std::string verdict = on_backend ? r.verdict() : r.passed ? "ok" : "FAIL";
+              fmt::print("{:<{}} {:>6}  {:<16} {:>8.2f}  {}\n", r.property, width, r.cases, verdict, r.seconds, figure(r));
+              std::fflush(stdout);
+              total += r.cases;
+              seconds += r.seconds;
+              run.results.push_back(std::move(r));
+              write();
+            });
+  // The failures' reproducers, once every property is in.
+  std::vector<const CheckResult*> failures;
+  for (const CheckResult& r : run.results)
+    if (!r.passed) failures.push_back(&r);
+  if (on_backend)
+    for (const CheckResult* r : failures)
+      keep_reproducer(fs::path(run.reproducers) / r->property, find_property(r->property), *r, run, subject_in);
+  run.finished = true;
+  write();
+  fmt::print("{} properties, {} cases in {:.2f} s ({:.0f} cases/s), seed {}\n", chosen.size(), total, seconds,
+             seconds > 0 ? total / seconds : 0.0, a.seed);
+  for (const CheckResult* r : failures) {
+    fmt::print("\n{} failed after {} passing cases:\n  {}\n", r->property, r->cases, r->failure);
+    if (!r->counterexample.empty()) fmt::print("  counterexample: {}", r->counterexample);
+    if (!r->reproduce.empty()) fmt::print("  reproduce: {}\n", replay_command(run, *r));
+    if (on_backend) fmt::print("  reproducer: {}\n", (fs::path(run.reproducers) / r->property).string());
+  }
+  if (!failures.empty()) throw CheckFailed(fmt::format("{} of {} properties failed", failures.size(), chosen.size()));
+  if (on_backend && std::none_of(run.results.begin(), run.results.end(),
+                                 [](const CheckResult& r) { return r.verdict() != "unsupported"; }))
+    throw CheckFailed("the backend refused every property's cuts: nothing was checked");
+}
+
 }  // namespace
 
 void add_check(CLI::App& app) {
-  struct Args {
-    int cases = 100;
-    uint64_t seed = 1;
-    std::string filter, reproduce, junit, json;
-    bool no_shrink = false;
-  };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("check", "run the property catalog on the reference interpreter");
+  auto* cmd = app.add_subcommand(
+      "check", "run the property catalog on the reference interpreter, or with --backend the properties a backend must hold");
   cmd->add_option("--cases", args->cases, "cases per property")->capture_default_str();
   cmd->add_option("--seed", args->seed, "RapidCheck's seed (the same seed checks the same cases)")->capture_default_str()->check(seed_number);
   cmd->add_option("--filter", args->filter, "properties to run: names, prefixes or globs, comma-separated");
@@ -39,49 +298,26 @@ void add_check(CLI::App& app) {
   cmd->add_flag("--no-shrink", args->no_shrink, "report the first failing case without shrinking it");
   cmd->add_option("--junit", args->junit, "write a JUnit XML report here (a testcase per property)");
   cmd->add_option("--json", args->json, "write a JSON report here, rewritten after each property");
-  cmd->callback([args] {
-    if (args->cases < 1) throw Error("--cases must be at least 1");
-    check_report_path("--json", args->json);
-    check_report_path("--junit", args->junit);
-    std::vector<const Property*> chosen;
-    for (const Property& p : catalog())
-      if (selected(p.name, args->filter)) chosen.push_back(&p);
-    if (chosen.empty()) throw Error(fmt::format("--filter '{}' selects no property", args->filter));
-
-    CheckOptions options{args->cases, args->seed, !args->no_shrink, args->reproduce};
-    Subject subject = Subject::reference();
-    std::vector<CheckResult> failures;
-    int total = 0;
-    double seconds = 0;
-    CheckRun run{args->seed, args->cases, args->filter, utc_now(), host_name()};
-    auto write = [&] {
-      const Json report = check_report_json(run);
-      if (!args->json.empty()) write_file_atomic(args->json, json_text(report));
-      if (!args->junit.empty() && run.finished) write_file_atomic(args->junit, check_junit_xml(report));
-    };
-    fmt::print("{:<26} {:>6}  {:<6} {:>8}\n", "property", "cases", "result", "seconds");
-    for (const Property* p : chosen) {
-      CheckResult r = check(*p, subject, options);
-      run.results.push_back(r);
-      write();
-      fmt::print("{:<26} {:>6}  {:<6} {:>8.2f}\n", r.property, r.cases, r.passed ? "ok" : "FAIL", r.seconds);
-      std::fflush(stdout);
-      total += r.cases;
-      seconds += r.seconds;
-      if (!r.passed) failures.push_back(std::move(r));
-    }
-    run.finished = true;
-    write();
-    fmt::print("{} properties, {} cases in {:.2f} s ({:.0f} cases/s), seed {}\n", chosen.size(), total, seconds,
-               seconds > 0 ? total / seconds : 0.0, args->seed);
-    for (const CheckResult& r : failures) {
-      fmt::print("\n{} failed after {} passing cases:\n  {}\n", r.property, r.cases, r.failure);
-      if (!r.counterexample.empty()) fmt::print("  counterexample: {}", r.counterexample);
-      if (!r.reproduce.empty())
-        fmt::print("  reproduce: cutcheck check --filter {} --reproduce '{}'\n", r.property, r.reproduce);
-    }
-    if (!failures.empty()) throw CheckFailed(fmt::format("{} of {} properties failed", failures.size(), chosen.size()));
-  });
+  cmd->add_option("--backend", args->backend,
+                  "check a backend's own invariances instead (composition, batch invariance, chunking, forward, "
+                  "don't-care rows, determinism, tp): the command up to its run verb, as for conform");
+  cmd->add_flag("--serve", args->serve, "with --backend: start it once as `BACKEND --serve` (docs/conformance.md)");
+  cmd->add_option("--spec", args->spec, "with --backend: a spec name or file, or 'random' for small random specs")
+      ->capture_default_str();
+  cmd->add_option("--weights", args->weights, "with --backend and --spec: a weights folder instead of seeded weights");
+  cmd->add_option("--tp", args->tp, "with --backend: the widths tp.split_equals_unsplit splits over (1 alone: none)")
+      ->capture_default_str()->check(tp_width);
+  cmd->add_option("--precision", args->precision,
+                  "with --backend: what it computes in (f32, bf16, f16); runs that differ agree within the sum of "
+                  "their error bounds in it")
+      ->capture_default_str();
+  cmd->add_option("--timeout", args->timeout, "with --backend: seconds it may take per run")
+      ->capture_default_str()->check(positive_seconds);
+  cmd->add_option("--jobs", args->jobs, "with --backend: properties checked at once, each in a process of its own "
+                                        "(0: one per core); the report is the same for any number")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
+  cmd->add_option("--keep", args->keep, "with --backend: folder for the reproducers of failures")->capture_default_str();
+  cmd->callback([args] { run_checks(*args); });
 }
 
 }  // namespace cutcheck::cli
