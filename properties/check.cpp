@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace cutcheck {
 
@@ -13,6 +14,7 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
   RcOutcome outcome = run_property({property.name, property.description, options.cases, options.seed, options.shrink,
                                     options.reproduce},
                                    [&] {
+                                     throw_if_interrupted();  // RapidCheck would take Interrupted for a failure
                                      if (!agreement) return property.body(subject);
                                      try {
                                        property.body(subject);
@@ -20,6 +22,7 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
                                        agreement->refused(e.what());
                                      }
                                    });
+  throw_if_interrupted();  // a signal stopped the run, not the property
   CheckResult out;
   out.property = property.name;
   if (agreement) {

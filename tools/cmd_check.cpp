@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +90,8 @@ void check_all(const std::vector<const Property*>& chosen, const std::function<C
             at += size_t(n);
           }
         }
+      } catch (const Interrupted& e) {
+        status = 128 + e.signal;
       } catch (const std::exception& e) {
         fmt::print(stderr, "cutcheck check worker: {}\n", e.what());
         status = 2;
@@ -107,11 +110,16 @@ void check_all(const std::vector<const Property*>& chosen, const std::function<C
   for (int k = 0; k < jobs; ++k) next_of.push_back(size_t(k));
   size_t next_done = 0;
   size_t open = children.size();
+  bool forwarded = false;
   while (open > 0) {
     std::vector<pollfd> fds;
     for (const Child& c : children)
       if (c.fd >= 0) fds.push_back({c.fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) throw IoError("check --jobs: poll failed");
+    if (poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) throw IoError("check --jobs: poll failed");
+    if (const int signal = interrupt_signal(); signal && !forwarded) {  // the workers stop as well, and report
+      for (const Child& c : children) kill(c.pid, signal);
+      forwarded = true;
+    }
     for (size_t k = 0; k < children.size(); ++k) {
       Child& c = children[k];
       if (c.fd < 0) continue;
@@ -252,16 +260,22 @@ void run_checks(const Args& a) {
     auto subject = std::make_shared<Subject>(on_backend ? subject_in(bo.work) : Subject::reference());
     return [subject, options](const Property& p) { return check(p, *subject, options); };
   };
-  check_all(chosen, make, a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency())),
-            [&](CheckResult r) {
-              const std::string verdict = on_backend ? r.verdict() : r.passed ? "ok" : "FAIL";
-              fmt::print("{:<{}} {:>6}  {:<16} {:>8.2f}  {}\n", r.property, width, r.cases, verdict, r.seconds, figure(r));
-              std::fflush(stdout);
-              total += r.cases;
-              seconds += r.seconds;
-              run.results.push_back(std::move(r));
-              write();
-            });
+  try {
+    check_all(chosen, make, a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency())),
+              [&](CheckResult r) {
+                const std::string verdict = on_backend ? r.verdict() : r.passed ? "ok" : "FAIL";
+                fmt::print("{:<{}} {:>6}  {:<16} {:>8.2f}  {}\n", r.property, width, r.cases, verdict, r.seconds,
+                           figure(r));
+                std::fflush(stdout);
+                total += r.cases;
+                seconds += r.seconds;
+                run.results.push_back(std::move(r));
+                write();
+              });
+  } catch (const Interrupted&) {  // the report keeps the properties checked so far ("finished": false)
+    write();
+    throw;
+  }
   // The failures' reproducers, once every property is in.
   std::vector<const CheckResult*> failures;
   for (const CheckResult& r : run.results)
