@@ -54,6 +54,7 @@ Subject backend_subject(Backend& backend, const BackendSubjectOptions& o) {
   Subject s = Subject::reference();
   s.tolerance = o.tolerance;
   s.agreement = std::make_shared<Agreement>(o.tolerance);
+  s.agreement->backend_failure = [](const std::exception& e) { return dynamic_cast<const BackendFailed*>(&e) != nullptr; };
   fs::create_directories(o.work);
   s.runner = [&backend, o](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
     return std::make_unique<FolderRunner>(backend, spec, weights, 1, o);

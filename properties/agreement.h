@@ -7,6 +7,8 @@
 // has no reason to differ at all.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <string>
 
 #include "core/tensor.h"
@@ -47,7 +49,17 @@ class Agreement {
   const std::string& worst() const { return worst_; }
   int refusals() const { return refusals_; }
   const std::string& refusal() const { return refusal_; }  // the first refusal's reason
-  void clear() { *this = Agreement(tolerance_); }
+  void clear() {
+    tolerant_ = refusals_ = 0;
+    headroom_ = 0;
+    worst_.clear();
+    refusal_.clear();
+  }
+
+  // Whether an error thrown by a case is the backend's failure (a crash, a timeout, a
+  // broken protocol: the property fails) rather than cutcheck's own (a folder it cannot
+  // write: the run stops, exit 2). Set by the backend subject.
+  std::function<bool(const std::exception&)> backend_failure = [](const std::exception&) { return true; };
 
  private:
   Tolerance tolerance_;

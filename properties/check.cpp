@@ -11,6 +11,7 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
   const auto start = std::chrono::steady_clock::now();
   Agreement* agreement = subject.agreement.get();
   if (agreement) agreement->clear();
+  std::exception_ptr own_error;
   RcOutcome outcome = run_property({property.name, property.description, options.cases, options.seed, options.shrink,
                                     options.reproduce},
                                    [&] {
@@ -20,8 +21,12 @@ CheckResult check(const Property& property, const Subject& subject, const CheckO
                                        property.body(subject);
                                      } catch (const NotYet& e) {  // the backend refused a cut this case needs
                                        agreement->refused(e.what());
+                                     } catch (const Error& e) {
+                                       if (!own_error && !agreement->backend_failure(e)) own_error = std::current_exception();
+                                       throw;
                                      }
                                    });
+  if (own_error) std::rethrow_exception(own_error);  // cutcheck's, not the property's
   throw_if_interrupted();  // a signal stopped the run, not the property
   CheckResult out;
   out.property = property.name;
