@@ -60,6 +60,7 @@ check --backend "$misbehaving batch-order" --serve --tp 1 || fail "batch-order: 
 python3 -c "
 import json; p = [p for p in json.load(open('report.json'))['properties'] if p['name'] == 'batch_invariance'][0]
 assert 0 < p['headroom'] <= 1 and 'against decode' in p['worst'], p" || fail "batch-order: no worst figure"
+grep -q "<system-out>within tolerance: worst headroom" report.xml || fail "batch-order: JUnit without the figure"
 nothing_left "batch-order"
 
 # Noise on a second run: determinism fails, shrunk, with a reproducer that replays it;
