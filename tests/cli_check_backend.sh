@@ -24,7 +24,7 @@ verdicts() {
 verdict_of() { verdicts | awk -v p="$1" '$1 == p { print $2 $3 }'; }
 
 # Usage errors (exit 2), before any backend runs.
-for args in "--serve" "--spec tiny" "--jobs 2" "--backend x --filter oracle" "--backend x --weights w" \
+for args in "--serve" "--spec tiny" "--tp 4" "--backend x --filter oracle" "--backend x --weights w" \
   "--backend x --spec tiny --tp 3" "--backend x --precision f64"; do
   "$cutcheck" check $args > /dev/null 2> err.txt
   [ $? = 2 ] || fail "check $args: not a usage error: $(cat err.txt)"

@@ -241,7 +241,7 @@ void run_checks(const Args& a) {
   } else {
     for (const auto& [set, option] : std::initializer_list<std::pair<bool, const char*>>{
              {a.serve, "--serve"}, {a.spec != "random", "--spec"}, {!a.weights.empty(), "--weights"},
-             {a.precision != "f32", "--precision"}, {a.jobs != 1, "--jobs"}, {a.tp != std::vector<int64_t>{2}, "--tp"}})
+             {a.precision != "f32", "--precision"}, {a.tp != std::vector<int64_t>{2}, "--tp"}})
       if (set) throw Error(fmt::format("{} goes with --backend: the reference's properties take none", option));
   }
 
@@ -327,8 +327,8 @@ void add_check(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--timeout", args->timeout, "with --backend: seconds it may take per run")
       ->capture_default_str()->check(positive_seconds);
-  cmd->add_option("--jobs", args->jobs, "with --backend: properties checked at once, each in a process of its own "
-                                        "(0: one per core); the report is the same for any number")
+  cmd->add_option("--jobs", args->jobs, "properties checked at once, each in a process of its own (0: one per core); "
+                                        "the report is the same for any number")
       ->capture_default_str()->check(CLI::Range(0, 1024));
   cmd->add_option("--keep", args->keep, "with --backend: folder for the reproducers of failures")->capture_default_str();
   cmd->callback([args] { run_checks(*args); });
