@@ -88,6 +88,13 @@ grep -q "counterexample: cut batch{rows=2," out.txt || fail "mixed-rows: not shr
 grep -q '<failure' report.xml || fail "mixed-rows: no JUnit failure"
 nothing_left "mixed-rows"
 
+# Don't-care cache rows left otherwise by Batch than by Decode: still bitwise, as they are
+# compared without them.
+check --backend "$misbehaving zeroed-rows" --serve --tp 1 --filter composition.batch,batch_invariance ||
+  fail "zeroed-rows: $(cat out.txt err.txt)"
+[ "$(verdicts | awk '{ print $2 }' | sort -u)" = bitwise ] || fail "zeroed-rows: $(verdicts)"
+nothing_left "zeroed-rows"
+
 # Refusals: a fixed-function engine (Decode and Forward of llama2.c's layout) refuses the
 # pieces; its Forward against its Decode holds.
 check --backend "$fixed_function" --spec tiny --tp 1 --filter composition.decode,forward_is_decode_at_0 ||

@@ -8,9 +8,13 @@
 //                Decode in ascending order: correct within the tolerance, other bits
 //   noisy        a folder run again on the same inputs adds 1 ulp to its first float output
 //   mixed-rows   Batch's logits and next come back with their rows rotated by one
+//   zeroed-rows  Batch's caches come back with the don't-care rows (past each row's
+//                position) zeroed, where Decode passes them through: correct, bitwise
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -42,11 +46,25 @@ void rotate_rows(Tensor& t) {
   std::memcpy(t.raw_mut().data(), bytes.data(), bytes.size());
 }
 
+// Each row's cache rows past its position set to 0, in Batch's [R, C, K, E] caches.
+void zero_unread_rows(TensorMap& out, const Tensor& positions) {
+  for (auto& [name, t] : out) {
+    if (!name.starts_with("k.") && !name.starts_with("v.")) continue;
+    const int64_t rows = t.shape().at(0), ctx = t.shape().at(1), width = t.elements() / (rows * ctx);
+    auto v = t.as_mut<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t p = positions.as<int32_t>()[size_t(r)] + 1; p < ctx; ++p)
+        std::fill_n(v.begin() + (r * ctx + p) * width, width, 0.0f);
+  }
+}
+
 void run(const std::string& mode, const fs::path& folder, const fs::path& inputs, const fs::path& outputs) {
   const Cut cut = folder_cut(folder);
   RunOptions options;
   if (mode == "batch-order" && cut.family() == Family::batch) options = find_variant("f32-reversed").run;
-  TensorMap out = FolderRun::open(folder, options).run(read_safetensors(inputs).tensors);
+  const TensorMap in = read_safetensors(inputs).tensors;
+  TensorMap out = FolderRun::open(folder, options).run(in);
+  if (mode == "zeroed-rows" && cut.kind == CutKind::batch) zero_unread_rows(out, in.at("pos"));
   if (mode == "mixed-rows" && cut.kind == CutKind::batch && cut.rows > 1) {
     rotate_rows(out.at("logits"));
     rotate_rows(out.at("next"));
@@ -72,10 +90,11 @@ void run(const std::string& mode, const fs::path& folder, const fs::path& inputs
 }  // namespace cutcheck
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: cutcheck-misbehaving batch-order|noisy|mixed-rows FOLDER --inputs IN --outputs OUT | --serve";
+  const std::string usage =
+      "usage: cutcheck-misbehaving batch-order|noisy|mixed-rows|zeroed-rows FOLDER --inputs IN --outputs OUT | --serve";
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool serve = argc == 3 && std::string(argv[2]) == "--serve";
-  if ((mode != "batch-order" && mode != "noisy" && mode != "mixed-rows") ||
+  if ((mode != "batch-order" && mode != "noisy" && mode != "mixed-rows" && mode != "zeroed-rows") ||
       (!serve && (argc != 7 || std::string(argv[3]) != "--inputs" || std::string(argv[5]) != "--outputs"))) {
     fmt::print(stderr, "{}\n", usage);
     return 2;
