@@ -213,7 +213,8 @@ void run_checks(const Args& a) {
     run.backend = a.backend + (a.serve ? " --serve" : "");
     std::string prefix = fmt::format("cutcheck check --backend '{}'{} --precision {} --seed {} --tp {}", a.backend,
                                      a.serve ? " --serve" : "", a.precision, a.seed, fmt::join(a.tp, ","));
-    if (bo.spec) prefix += fmt::format(" --spec '{}'", a.spec);
+    if (a.timeout != Args{}.timeout) prefix += fmt::format(" --timeout {}", a.timeout);
+    if (bo.spec) prefix += fmt::format(" --spec '{}'", fs::exists(a.spec) ? fs::absolute(a.spec).string() : a.spec);
     if (!a.weights.empty()) prefix += fmt::format(" --weights '{}'", fs::absolute(a.weights).string());
     run.replay_prefix = prefix;
     run.reproducers = fs::absolute(a.keep).string();
