@@ -282,8 +282,15 @@ void run_checks(const Args& a) {
   for (const CheckResult& r : run.results)
     if (!r.passed) failures.push_back(&r);
   if (on_backend)
-    for (const CheckResult* r : failures)
-      keep_reproducer(fs::path(run.reproducers) / r->property, find_property(r->property), *r, run, subject_in);
+    for (const CheckResult* r : failures) {
+      const fs::path folder = fs::path(run.reproducers) / r->property;
+      try {
+        keep_reproducer(folder, find_property(r->property), *r, run, subject_in);
+      } catch (const fs::filesystem_error& e) {  // the user's --keep, not a bug: exit 2
+        throw IoError(fmt::format("--keep: cannot write the reproducer of {} to '{}': {}", r->property,
+                                  folder.string(), e.code().message()));
+      }
+    }
   run.finished = true;
   write();
   fmt::print("{} properties, {} cases in {:.2f} s ({:.0f} cases/s), seed {}\n", chosen.size(), total, seconds,
