@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "bench/contract.h"
 #include "bench/plain_loops.h"
 #include "bench/workloads.h"
 #include "harness/runner.h"
@@ -52,6 +53,7 @@ void reference_decode(benchmark::State& state, const std::string& model, int thr
   run.threads = threads;
   ReferenceRunner runner(w.spec, w.weights, ProgramEdit{}, run);
   decode_steps(state, runner, w.spec, decode_ctx(model));
+  state.counters["weight GB"] = double(weight_bytes(w.weights)) / 1e9;  // the bytes a step must read
 }
 
 void oracle_decode(benchmark::State& state, const std::string& model) {
@@ -121,6 +123,7 @@ void plain_agrees(benchmark::State& state) {
 }
 
 void register_all() {
+  register_contractions();
   benchmark::RegisterBenchmark("sanity/plain_agrees_with_reference", plain_agrees)->Iterations(16);
   for (std::string model : {"stories260K", "bench512", "llama1b"}) {
     const bool big = model == "llama1b";

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/error.h"
 #include "harness/compose.h"
 #include "core/checked.h"
@@ -38,6 +41,26 @@ TensorMap empty_caches(const ModelSpec& spec, int64_t ctx, bool batched) {
     caches.emplace(v_cache_name(l), Tensor({DType::f32, shape}));
   }
   return caches;
+}
+
+// The capacity a cut feeding positions up to `end` (exclusive) runs with when the caches
+// grow: the smallest bucket of 16, 32, 64, ... holding them, at most `ctx`.
+int64_t bucket_for(int64_t end, int64_t ctx) {
+  int64_t bucket = 16;
+  while (bucket < end && bucket < ctx) bucket *= 2;
+  return std::min(bucket, ctx);
+}
+
+// Carries the caches into a larger capacity: the positions written so far are a prefix of
+// each cache ([C, K, E], or [1, C, K, E] on the batch path), the new positions are zero.
+void grow_caches(TensorMap& caches, int64_t capacity) {
+  for (auto& [name, t] : caches) {
+    Shape shape = t.shape();
+    shape[shape.size() - 3] = capacity;
+    Tensor bigger({DType::f32, shape});
+    std::memcpy(bigger.raw_mut().data(), t.raw().data(), t.bytes());
+    t = std::move(bigger);
+  }
 }
 
 void take_caches(TensorMap& caches, TensorMap& outputs) {
@@ -106,21 +129,37 @@ Generation generate(CutRunner& runner, const ModelSpec& spec, const GenerateOpti
   // The whole generation's memory, refused before the caches are made.
   const int64_t rows = options.via == Via::automatic || options.via == Via::prefill ? prompt : 1;
   check_run_fits(spec, rows > 1 ? Cut::prefill(std::min(rows, ctx), ctx) : Cut::decode(ctx), "generate --ctx");
-  TensorMap caches = empty_caches(spec, ctx, options.via == Via::batch);
+
+  // Without a given ctx, the caches start small and grow through buckets as the
+  // positions fill them, as serving engines do: a step's work and copies scale with the
+  // positions written so far, not with the whole generation's. Positions past those a
+  // step attends to change no output (docs/cuts.md), so the tokens and logits are those
+  // of one static capacity, bit for bit (tests/test_real_model.cpp).
+  const bool grow = options.ctx == 0;
+  int64_t capacity = grow ? bucket_for(rows, ctx) : ctx;
+  TensorMap caches = empty_caches(spec, capacity, options.via == Via::batch);
+  auto run = [&](const std::vector<int32_t>& tokens, int64_t pos) {
+    const int64_t end = pos + int64_t(tokens.size());
+    if (end > capacity) {
+      capacity = bucket_for(end, ctx);
+      grow_caches(caches, capacity);
+    }
+    return feed(runner, spec, options.via, capacity, caches, tokens, pos);
+  };
 
   // The prompt: all at once where the path takes rows, one token at a time otherwise.
   Step step{};
   bool chunked = options.via == Via::automatic || options.via == Via::prefill;
   if (chunked) {
-    step = feed(runner, spec, options.via, ctx, caches, options.prompt, 0);
+    step = run(options.prompt, 0);
   } else {
-    for (int64_t p = 0; p < prompt; ++p) step = feed(runner, spec, options.via, ctx, caches, {options.prompt[size_t(p)]}, p);
+    for (int64_t p = 0; p < prompt; ++p) step = run({options.prompt[size_t(p)]}, p);
   }
   for (int64_t k = 0;; ++k) {
     g.tokens.push_back(step.next);
     g.logits.push_back(std::move(step.logits));
     if (k + 1 == options.steps) break;
-    step = feed(runner, spec, options.via, ctx, caches, {g.tokens.back()}, prompt + k);
+    step = run({g.tokens.back()}, prompt + k);
   }
   return g;
 }

@@ -23,7 +23,9 @@ Via parse_via(const std::string& name);  // throws Error listing the choices
 struct GenerateOptions {
   std::vector<int32_t> prompt{1};
   int64_t steps = 16;
-  int64_t ctx = 0;  // cache capacity; 0 means prompt + steps
+  // Cache capacity. 0: the caches grow through capacities 16, 32, 64, ... up to
+  // prompt + steps, a program per capacity; otherwise this one capacity throughout.
+  int64_t ctx = 0;
   Via via = Via::automatic;
 };
 

@@ -43,6 +43,14 @@ void eval_concatenate(const Operation& op, Operands in, Tensor& out);
 void eval_dynamic_update_slice(const Operation& op, Operands in, Tensor& out);
 void eval_gather(const Operation& op, Operands in, Tensor& out);
 void eval_reduce(const Operation& op, Operands in, Tensor& out);
-void eval_dot_general(const Operation& op, Operands in, Tensor& out);
+void eval_dot_general(const Operation& op, Operands in, Tensor& out);  // dot_general_tiled, widest tile kernel
+
+// dot_general two ways (kernels_contract.cpp). The naive one is the definition: each
+// result element its own ordered sum, one term at a time. The tiled one computes the
+// same sums, blocked, vectorised across result elements and threaded, with any of this
+// machine's tile kernels (contract_tile.h); the tests hold the two to equal bits.
+struct TileKernel;
+void dot_general_naive(const Operation& op, Operands in, Tensor& out);
+void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out);
 
 }  // namespace cutcheck

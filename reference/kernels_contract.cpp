@@ -8,6 +8,7 @@
 #include "reference/index.h"
 #include "reference/parallel.h"
 #include "reference/kernels.h"
+#include "reference/contract_tile.h"
 
 namespace cutcheck {
 namespace {
@@ -82,142 +83,188 @@ void eval_reduce(const Operation& op, Operands in, Tensor& out) {
   return fold<I, I>(a, s, out, std::numeric_limits<I>::max(), [](I acc, I v) { return v < acc ? v : acc; });
 }
 
-void eval_dot_general(const Operation& op, Operands in, Tensor& out) {
-  // result[batch..., lhs_free..., rhs_free...] = sum over the contracting indices c of
-  // lhs[batch, lhs_free, c] * rhs[batch, rhs_free, c]: every product exact in double,
-  // summed in double in ascending row-major order of c, rounded once.
-  const Tensor &lhs = *in[0], &rhs = *in[1];
+// ---- dot_general ------------------------------------------------------------------------
+//
+// result[batch..., lhs_free..., rhs_free...] = sum over the contracting indices c of
+// lhs[batch, lhs_free, c] * rhs[batch, rhs_free, c]: every product exact in double,
+// summed in double in ascending row-major order of c, starting from 0, rounded once.
+
+namespace {
+
+// Each result dimension's stride in lhs and in rhs (0 where it does not index one), and
+// the contracting dimensions' sizes and strides: what both implementations walk.
+struct DotLayout {
+  int rank = 0, batch = 0, lhs_free = 0, rhs_free = 0, contracted = 0;
+  Index out_size{}, res_l{}, res_r{}, con_size{}, con_l{}, con_r{};
+};
+
+DotLayout dot_layout(const Operation& op, const Tensor& lhs, const Tensor& rhs, const Tensor& out) {
   const auto &lb = op.ints("lhs_batching_dimensions"), &rb = op.ints("rhs_batching_dimensions");
   const auto &lc = op.ints("lhs_contracting_dimensions"), &rc = op.ints("rhs_contracting_dimensions");
   const Index ls = strides_of(lhs.shape()), rs = strides_of(rhs.shape());
-
-  // Strides of each result dimension in lhs and in rhs (0 where it does not index one).
-  Index res_l{}, res_r{};
-  size_t d = 0;
-  for (size_t i = 0; i < lb.size(); ++i, ++d) {
-    res_l[d] = ls[size_t(lb[i])];
-    res_r[d] = rs[size_t(rb[i])];
-  }
-  auto is_used = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t dim) {
+  auto listed = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t dim) {
     return std::find(a.begin(), a.end(), dim) != a.end() || std::find(b.begin(), b.end(), dim) != b.end();
   };
-  for (int64_t i = 0; i < lhs.type().rank(); ++i)
-    if (!is_used(lb, lc, i)) res_l[d++] = ls[size_t(i)];
-  for (int64_t i = 0; i < rhs.type().rank(); ++i)
-    if (!is_used(rb, rc, i)) res_r[d++] = rs[size_t(i)];
-
-  Index con_size{}, con_l{}, con_r{};
-  for (size_t i = 0; i < lc.size(); ++i) {
-    con_size[i] = lhs.shape()[size_t(lc[i])];
-    con_l[i] = ls[size_t(lc[i])];
-    con_r[i] = rs[size_t(rc[i])];
+  DotLayout g;
+  g.rank = int(out.type().rank());
+  for (int d = 0; d < g.rank; ++d) g.out_size[size_t(d)] = out.shape()[size_t(d)];
+  size_t d = 0;
+  for (size_t i = 0; i < lb.size(); ++i, ++d, ++g.batch) {
+    g.res_l[d] = ls[size_t(lb[i])];
+    g.res_r[d] = rs[size_t(rb[i])];
   }
-  const int contracted = int(lc.size());
-  int64_t terms = 1;
-  for (int i = 0; i < contracted; ++i) terms *= con_size[size_t(i)];
+  for (int64_t i = 0; i < lhs.type().rank(); ++i)
+    if (!listed(lb, lc, i)) g.res_l[d++] = ls[size_t(i)], ++g.lhs_free;
+  for (int64_t i = 0; i < rhs.type().rank(); ++i)
+    if (!listed(rb, rc, i)) g.res_r[d++] = rs[size_t(i)], ++g.rhs_free;
+  g.contracted = int(lc.size());
+  for (size_t i = 0; i < lc.size(); ++i) {
+    g.con_size[i] = lhs.shape()[size_t(lc[i])];
+    g.con_l[i] = ls[size_t(lc[i])];
+    g.con_r[i] = rs[size_t(rc[i])];
+  }
+  return g;
+}
 
+// The offsets of a block of dimensions, in row-major order of their indices.
+std::vector<int64_t> offsets_of(const int64_t* sizes, const int64_t* strides, int n) {
+  int64_t count = 1;
+  for (int i = 0; i < n; ++i) count *= sizes[i];
+  std::vector<int64_t> out;
+  out.reserve(size_t(count));
+  if (count == 0) return out;
+  Odometer at(sizes, n);
+  do {
+    int64_t o = 0;
+    for (int i = 0; i < n; ++i) o += at.at[size_t(i)] * strides[i];
+    out.push_back(o);
+  } while (at.next());
+  return out;
+}
+
+// The fast kernel's view of a dot_general: a batch of matrix products
+//   y[b, m, n] = sum_k lhs[bl[b] + ml[m] + kl[k]] * rhs[br[b] + nr[n] + kr[k]].
+struct Gemm {
+  std::vector<int64_t> bl, br, ml, nr, kl, kr;
+  int64_t batches = 0, M = 0, N = 0, K = 0;
+};
+
+Gemm gemm_of(const DotLayout& g) {
+  Gemm m;
+  m.bl = offsets_of(g.out_size.data(), g.res_l.data(), g.batch);
+  m.br = offsets_of(g.out_size.data(), g.res_r.data(), g.batch);
+  m.ml = offsets_of(g.out_size.data() + g.batch, g.res_l.data() + g.batch, g.lhs_free);
+  const int n0 = g.batch + g.lhs_free;
+  m.nr = offsets_of(g.out_size.data() + n0, g.res_r.data() + n0, g.rhs_free);
+  m.kl = offsets_of(g.con_size.data(), g.con_l.data(), g.contracted);
+  m.kr = offsets_of(g.con_size.data(), g.con_r.data(), g.contracted);
+  m.batches = int64_t(m.bl.size()), m.M = int64_t(m.ml.size()), m.N = int64_t(m.nr.size());
+  m.K = int64_t(m.kl.size());
+  return m;
+}
+
+// The blocking: a job is MC rows by up to NC columns of one batch, its sums kept in
+// double while KC terms at a time are added; inside a job, a packed rhs panel of `width`
+// columns stays in L1 while the packed lhs rows stream past it from L2.
+constexpr int64_t MC = 16 * tile_rows_max, NC = 512, KC = 128;
+
+// Widens operand elements to double into a packed block: dst[k * lanes + i] for i below
+// `valid` from src + base[i] + koff[k], zero beyond. Operands of other dtypes widen here.
+void pack(const float* src, const int64_t* base, int valid, int lanes, const int64_t* koff, int64_t kc,
+          double* dst) {
+  for (int i = 0; i < valid; ++i) {
+    const float* s = src + base[i];
+    for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[koff[k]]);
+  }
+  for (int i = valid; i < lanes; ++i)
+    for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = 0.0;
+}
+
+// Rows [m0, m0 + mc) by columns [n0, n0 + nc) of batch b.
+void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const float* w, float* y, int64_t b,
+              int64_t m0, int64_t mc, int64_t n0, int64_t nc) {
+  const int width = tile.width;
+  const int64_t panels = (nc + width - 1) / width, ldc = panels * width;
+  const int64_t tiles = (mc + tile_rows_max - 1) / tile_rows_max;
+  thread_local std::vector<double> acc, a_pack, b_pack;  // grow once per thread
+  acc.assign(size_t(mc * ldc), 0.0);
+  a_pack.resize(size_t(tiles * tile_rows_max * KC));
+  b_pack.resize(size_t(ldc * KC));
+  int64_t lbase[tile_rows_max], rbase[tile_width_max];
+  for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
+    const int64_t kc = std::min(KC, g.K - k0);
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int rows = int(std::min<int64_t>(tile_rows_max, mc - t * tile_rows_max));
+      for (int i = 0; i < rows; ++i) lbase[i] = g.bl[size_t(b)] + g.ml[size_t(m0 + t * tile_rows_max + i)];
+      pack(x, lbase, rows, tile_rows_max, g.kl.data() + k0, kc, a_pack.data() + t * tile_rows_max * kc);
+    }
+    for (int64_t p = 0; p < panels; ++p) {
+      const int cols = int(std::min<int64_t>(width, nc - p * width));
+      for (int j = 0; j < cols; ++j) rbase[j] = g.br[size_t(b)] + g.nr[size_t(n0 + p * width + j)];
+      pack(w, rbase, cols, width, g.kr.data() + k0, kc, b_pack.data() + p * width * kc);
+    }
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int rows = int(std::min<int64_t>(tile_rows_max, mc - t * tile_rows_max));
+        tile.run(rows, kc, a_pack.data() + t * tile_rows_max * kc, b_pack.data() + p * width * kc,
+                 acc.data() + t * tile_rows_max * ldc + p * width, ldc);
+      }
+  }
+  for (int64_t i = 0; i < mc; ++i)
+    for (int64_t j = 0; j < nc; ++j) y[(b * g.M + m0 + i) * g.N + n0 + j] = float(acc[size_t(i * ldc + j)]);
+}
+
+}  // namespace
+
+void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
+  const Tensor &lhs = *in[0], &rhs = *in[1];
+  const DotLayout g = dot_layout(op, lhs, rhs, out);
   const float* x = lhs.as<float>().data();
   const float* w = rhs.as<float>().data();
   float* y = out.as_mut<float>().data();
   if (out.elements() == 0) return;
-
-  // One result element: the ordered sum above.
-  auto element = [&](int64_t l, int64_t r) {
-    double acc = 0.0;
-    if (contracted == 1) {
-      for (int64_t k = 0; k < terms; ++k) acc += double(x[l + k * con_l[0]]) * double(w[r + k * con_r[0]]);
-    } else if (terms > 0) {
-      Odometer c(con_size.data(), contracted);
-      do acc += double(x[l + offset(c, con_l)]) * double(w[r + offset(c, con_r)]);
-      while (c.next());
-    }
-    return float(acc);
-  };
-
-  // The result's last dimension is walked in fours: four ordered sums side by side, each
-  // exactly the sum `element` computes, but with their additions free to overlap. Where
-  // both operands run contiguously along the contraction (projections, q . k), their rows
-  // are first widened to double in a buffer, which the compiler can vectorise.
-  const int rank = int(out.type().rank());
-  const int64_t n = rank == 0 ? 1 : out.shape().back();
-  const int64_t step_l = rank == 0 ? 0 : res_l[size_t(rank - 1)], step_r = rank == 0 ? 0 : res_r[size_t(rank - 1)];
-  const bool contiguous = contracted == 1 && con_l[0] == 1 && con_r[0] == 1;
-  const int64_t blocks = (n + 3) / 4, rows = out.elements() / n;
-
-  // Blocks [begin, end) of one result row: the row's element j sits at y[row * n + j].
-  auto row_blocks = [&](int64_t row, int64_t base_l, int64_t base_r, int64_t begin, int64_t end) {
-    thread_local std::vector<double> wide;  // grows once per thread, then is reused
-    const bool widened = contiguous && step_l == 0;  // one lhs row for all four: widen it once
-    if (widened && wide.size() < size_t(5 * terms)) wide.resize(size_t(5 * terms));
-    double* xd = wide.data();
-    double* wd = xd + terms;
-    if (widened)
-      for (int64_t k = 0; k < terms; ++k) xd[k] = double(x[base_l + k]);
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t j = 4 * b;
-      float* yj = y + row * n + j;
-      if (j + 4 > n) {  // the last, partial block
-        for (int64_t i = j; i < n; ++i) y[row * n + i] = element(base_l + i * step_l, base_r + i * step_r);
-        continue;
-      }
-      if (widened) {
-        for (int i = 0; i < 4; ++i)
-          for (int64_t k = 0; k < terms; ++k) wd[i * terms + k] = double(w[base_r + (j + i) * step_r + k]);
-        const double *w0 = wd, *w1 = wd + terms, *w2 = wd + 2 * terms, *w3 = wd + 3 * terms;
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (int64_t k = 0; k < terms; ++k) {
-          a0 += xd[k] * w0[k];
-          a1 += xd[k] * w1[k];
-          a2 += xd[k] * w2[k];
-          a3 += xd[k] * w3[k];
-        }
-        yj[0] = float(a0), yj[1] = float(a1), yj[2] = float(a2), yj[3] = float(a3);
-      } else if (contracted == 1) {
-        const int64_t sl = con_l[0], sr = con_r[0];
-        const float* xs = x + base_l + j * step_l;
-        const float* ws = w + base_r + j * step_r;
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (int64_t k = 0; k < terms; ++k) {
-          const float* xk = xs + k * sl;
-          const float* wk = ws + k * sr;
-          a0 += double(xk[0]) * double(wk[0]);
-          a1 += double(xk[step_l]) * double(wk[step_r]);
-          a2 += double(xk[2 * step_l]) * double(wk[2 * step_r]);
-          a3 += double(xk[3 * step_l]) * double(wk[3 * step_r]);
-        }
-        yj[0] = float(a0), yj[1] = float(a1), yj[2] = float(a2), yj[3] = float(a3);
-      } else {
-        for (int i = 0; i < 4; ++i) yj[i] = element(base_l + (j + i) * step_l, base_r + (j + i) * step_r);
-      }
-    }
-  };
-
-  // The rows' offsets: row-major over the result's leading dimensions.
-  auto bases = [&](int64_t row, int64_t& base_l, int64_t& base_r) {
-    base_l = base_r = 0;
-    for (int d = rank - 2; d >= 0; --d) {
-      const int64_t size = out.shape()[size_t(d)], at = row % size;
-      row /= size;
-      base_l += at * res_l[size_t(d)];
-      base_r += at * res_r[size_t(d)];
-    }
-  };
-
-  // Threads (when asked for) take rows, or for a single row its blocks.
-  const double cost = double(terms) * 4;
-  if (rows == 1) {
-    int64_t base_l, base_r;
-    bases(0, base_l, base_r);
-    parallel_for(blocks, cost, [&](int64_t begin, int64_t end) { row_blocks(0, base_l, base_r, begin, end); });
-  } else {
-    parallel_for(rows, cost * double(blocks), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        int64_t base_l, base_r;
-        bases(row, base_l, base_r);
-        row_blocks(row, base_l, base_r, 0, blocks);
-      }
-    });
-  }
+  Odometer at(g.out_size.data(), g.rank);
+  do {
+    int64_t l = 0, r = 0;
+    for (int d = 0; d < g.rank; ++d) l += at.at[size_t(d)] * g.res_l[size_t(d)], r += at.at[size_t(d)] * g.res_r[size_t(d)];
+    double sum = 0.0;
+    Odometer c(g.con_size.data(), g.contracted);
+    bool terms = true;
+    for (int i = 0; i < g.contracted; ++i) terms = terms && g.con_size[size_t(i)] > 0;
+    if (terms) do {
+        int64_t cl = 0, cr = 0;
+        for (int i = 0; i < g.contracted; ++i) cl += c.at[size_t(i)] * g.con_l[size_t(i)], cr += c.at[size_t(i)] * g.con_r[size_t(i)];
+        sum += double(x[l + cl]) * double(w[r + cr]);
+      } while (c.next());
+    *y++ = float(sum);
+  } while (at.next());
 }
+
+void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out) {
+  const Tensor &lhs = *in[0], &rhs = *in[1];
+  if (out.elements() == 0) return;
+  const Gemm g = gemm_of(dot_layout(op, lhs, rhs, out));
+  const float* x = lhs.as<float>().data();
+  const float* w = rhs.as<float>().data();
+  float* y = out.as_mut<float>().data();
+  // Jobs: batches x row blocks x column blocks; with threads, columns are cut finer
+  // when there would be too few jobs to share.
+  const int64_t row_blocks = (g.M + MC - 1) / MC;
+  int64_t nc = NC;
+  const int64_t threads = kernel_threads();
+  if (threads > 1 && g.batches * row_blocks * ((g.N + nc - 1) / nc) < 4 * threads)
+    nc = std::max<int64_t>(tile.width, (g.N / (4 * threads) + tile.width - 1) / tile.width * tile.width);
+  const int64_t col_blocks = (g.N + nc - 1) / nc, jobs = g.batches * row_blocks * col_blocks;
+  const double cost = double(std::min(MC, g.M)) * double(std::min(nc, g.N)) * double(std::max<int64_t>(g.K, 1));
+  parallel_for(jobs, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const int64_t b = j / (row_blocks * col_blocks), rb = j / col_blocks % row_blocks, cb = j % col_blocks;
+      const int64_t m0 = rb * MC, n0 = cb * nc;
+      gemm_job(tile, g, x, w, y, b, m0, std::min(MC, g.M - m0), n0, std::min(nc, g.N - n0));
+    }
+  });
+}
+
+void eval_dot_general(const Operation& op, Operands in, Tensor& out) { dot_general_tiled(tile_kernel(), op, in, out); }
 
 }  // namespace cutcheck

@@ -4,6 +4,12 @@
 #include <limits>
 
 #include "core/error.h"
+#include <random>
+
+#include "author/builder.h"
+#include "reference/contract_tile.h"
+#include "reference/kernels.h"
+#include "reference/parallel.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -254,6 +260,66 @@ TEST(Ops, DotGeneralContractsAndBatches) {
   Tensor ones = Tensor::of_f32({1, 5}, {1, 1, 1, 1, 1});
   EXPECT_EQ(floats(run_op(OpKind::dot_general, {big, ones}, {ints({}), ints({}), ints({0, 1}), ints({0, 1})})),
             (V{100000004.0f}));
+}
+
+// The tiled dot_general (every tile kernel this machine runs, one and two threads)
+// against the naive definition, bit for bit, over the shape classes the blocking cuts
+// differently: ragged row tiles and column panels, blocks of k, strided and transposed
+// operands, batch dimensions, several or no contracting dimensions, rank-0 results.
+struct DotCase {
+  Shape lhs, rhs;
+  std::vector<int64_t> lb, rb, lc, rc;
+};
+
+Tensor wide_range_values(const Shape& shape, std::mt19937& rng) {
+  // Magnitudes over 2^-30 .. 2^30 and both signs, so the order of the sum shows in its
+  // rounding; a few elements large enough that a sum overflows f32 when rounded.
+  TensorType type{DType::f32, shape};
+  Tensor t(type);
+  std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-30, 30), pick(0, 999);
+  for (float& v : t.as_mut<float>()) v = pick(rng) == 0 ? 3e38f : std::ldexp(mantissa(rng), exponent(rng));
+  return t;
+}
+
+TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
+  std::vector<DotCase> cases;
+  auto project = [&](int64_t rows, int64_t cols, int64_t k) { cases.push_back({{rows, k}, {cols, k}, {}, {}, {1}, {1}}); };
+  for (int64_t rows : {1, 2, 5, 6, 7, 13, 97})
+    for (int64_t cols : {1, 3, 8, 15, 16, 17, 33})
+      for (int64_t k : {1, 2, 129}) project(rows, cols, k);
+  project(3, 1100, 64);    // more columns than a block: several column blocks, the last ragged
+  project(200, 40, 64);    // more rows than a block
+  project(2, 5, 5000);     // huge k: many blocks of k carried in double
+  cases.push_back({{64, 7}, {64, 19}, {}, {}, {0}, {0}});                       // both operands transposed
+  cases.push_back({{9, 5, 8}, {11, 5, 8}, {1}, {1}, {2}, {2}});                 // batch in the middle (q . k per head)
+  cases.push_back({{2, 3, 7, 8}, {2, 3, 17, 8}, {0, 1}, {0, 1}, {3}, {3}});     // two batch dimensions
+  cases.push_back({{3, 4, 10}, {3, 10, 18}, {0}, {0}, {2}, {1}});              // rhs contracting over rows (probs . v)
+  cases.push_back({{4, 6, 5}, {7, 6, 5}, {}, {}, {1, 2}, {1, 2}});             // two contracting dimensions
+  cases.push_back({{4, 6, 5}, {5, 7, 6}, {}, {}, {2, 1}, {0, 2}});             // ... listed out of order
+  cases.push_back({{300}, {300}, {}, {}, {0}, {0}});                           // a rank-0 result
+  cases.push_back({{7, 3}, {20}, {}, {}, {}, {}});                             // no contracting dimension
+  std::mt19937 rng(21);
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const DotCase& c = cases[n];
+    Builder b("dot");
+    ValueId l = b.input("lhs", {DType::f32, c.lhs}), r = b.input("rhs", {DType::f32, c.rhs});
+    b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
+    const Program program = b.finish();
+    const Operation& op = program.ops.back();
+    const Tensor lhs = wide_range_values(c.lhs, rng), rhs = wide_range_values(c.rhs, rng);
+    const Tensor* operands[] = {&lhs, &rhs};
+    Tensor want(program.type(op.result));
+    dot_general_naive(op, operands, want);
+    for (int i = 0; i < tile_kernel_count(); ++i)
+      for (int threads : {1, 2}) {
+        KernelThreads scope(threads);
+        Tensor got(program.type(op.result));
+        dot_general_tiled(tile_kernel(i), op, operands, got);
+        EXPECT_TRUE(got.same_bits(want)) << "case " << n << " with " << tile_kernel(i).isa << ", "
+                                         << threads << " threads";
+      }
+  }
 }
 
 TEST(Ops, TypeRulesRefuseMismatches) {

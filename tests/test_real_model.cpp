@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -74,6 +75,25 @@ TEST_P(Greedy, ReproducesLlama2cTokensAndLogits) {
   EXPECT_LT(worst, 1e-4) << "largest logit difference against llama2.c";
   RecordProperty("worst_logit_difference", std::to_string(worst));
   std::printf("largest logit difference against llama2.c via %s: %.3g\n", via_name(GetParam()).c_str(), worst);
+}
+
+// Growing caches (ctx 0) against one static capacity: the same tokens and logits, bit
+// for bit, on every path, across the 16 -> 32 -> 64 buckets and from a prompt that
+// starts past the first bucket's middle.
+TEST_P(Greedy, GrowingCachesGiveTheBitsOfOneCapacity) {
+  SKIP_WITHOUT_SHARED(shared);
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  ReferenceRunner runner(m.spec, m.weights);
+  for (const std::vector<int32_t>& prompt : {std::vector<int32_t>{1}, std::vector<int32_t>(12, 7)}) {
+    const int64_t steps = 40;
+    Generation grown = generate(runner, m.spec, {prompt, steps, 0, GetParam()});
+    Generation fixed = generate(runner, m.spec, {prompt, steps, int64_t(prompt.size()) + steps, GetParam()});
+    EXPECT_EQ(grown.tokens, fixed.tokens);
+    ASSERT_EQ(grown.logits.size(), fixed.logits.size());
+    for (size_t k = 0; k < grown.logits.size(); ++k)
+      EXPECT_EQ(0, std::memcmp(grown.logits[k].data(), fixed.logits[k].data(), grown.logits[k].size() * sizeof(float)))
+          << "step " << k;
+  }
 }
 
 TEST(RealModel, TheOracleAlsoReproducesLlama2c) {

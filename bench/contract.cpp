@@ -1,0 +1,127 @@
+#include "bench/contract.h"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "author/builder.h"
+#include "model/spec.h"
+#include "reference/interpreter.h"
+#include "reference/parallel.h"
+
+namespace cutcheck::bench {
+namespace {
+
+// The contractions of one layer of a `rows`-row prefill: x[rows, in] . w[out, in]^T for
+// q, k, v, o, w1, w3 and w2 (the head is left out: one per model, not per layer).
+struct Shape2 {
+  int64_t out, in;
+};
+
+std::vector<Shape2> layer_projections(const ModelSpec& s) {
+  const int64_t q = s.q_width(), kv = s.kv_width();
+  return {{q, s.dim}, {kv, s.dim}, {kv, s.dim}, {s.dim, q}, {s.ffn, s.dim}, {s.ffn, s.dim}, {s.dim, s.ffn}};
+}
+
+constexpr int64_t prefill_rows = 128;
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(size_t(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+double layer_flops(const ModelSpec& s) {
+  double f = 0;
+  for (const Shape2& p : layer_projections(s)) f += 2.0 * double(prefill_rows) * double(p.out) * double(p.in);
+  return f;
+}
+
+// One projection as the reference runs it: a dot_general op on f32 tensors.
+struct Projection {
+  Program program;
+  Tensor x, w, y;
+};
+
+Projection projection(const Shape2& p, uint32_t seed) {
+  Builder b("projection");
+  ValueId x = b.input("x", {DType::f32, {prefill_rows, p.in}}), w = b.input("w", {DType::f32, {p.out, p.in}});
+  b.output("y", b.dot(x, w, {1}, {1}, "y"));
+  Projection r{b.finish(), Tensor::of_f32({prefill_rows, p.in}, random_floats(prefill_rows * p.in, seed)),
+               Tensor::of_f32({p.out, p.in}, random_floats(p.out * p.in, seed + 1)), Tensor({DType::f32, {prefill_rows, p.out}})};
+  return r;
+}
+
+void reference_layer(benchmark::State& state, const std::string& model, int threads) {
+  const ModelSpec spec = builtin_spec(model);
+  std::vector<Projection> layer;
+  uint32_t seed = 1;
+  for (const Shape2& p : layer_projections(spec)) layer.push_back(projection(p, seed += 2));
+  KernelThreads scope(threads);
+  for (auto _ : state)
+    for (Projection& p : layer) {
+      const Tensor* operands[] = {&p.x, &p.w};
+      eval_dot_general(p.program.ops.back(), operands, p.y);
+      benchmark::DoNotOptimize(p.y.as<float>().data());
+    }
+  state.counters["GFLOP/s"] = benchmark::Counter(layer_flops(spec) * double(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+// The same shapes through cblas_dgemm on double operands (converted once, outside the loop).
+void dgemm_layer(benchmark::State& state, const std::string& model, int threads) {
+  const ModelSpec spec = builtin_spec(model);
+  struct Operands {
+    std::vector<double> x, w, y;
+    Shape2 shape;
+  };
+  std::vector<Operands> layer;
+  uint32_t seed = 1;
+  for (const Shape2& p : layer_projections(spec)) {
+    std::vector<float> x = random_floats(prefill_rows * p.in, seed += 2), w = random_floats(p.out * p.in, seed + 1);
+    layer.push_back({{x.begin(), x.end()}, {w.begin(), w.end()}, std::vector<double>(size_t(prefill_rows * p.out)), p});
+  }
+  openblas_set_num_threads(threads);
+  for (auto _ : state)
+    for (Operands& o : layer) {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(prefill_rows), int(o.shape.out), int(o.shape.in), 1.0,
+                  o.x.data(), int(o.shape.in), o.w.data(), int(o.shape.in), 0.0, o.y.data(), int(o.shape.out));
+      benchmark::DoNotOptimize(o.y.data());
+    }
+  state.counters["GFLOP/s"] = benchmark::Counter(layer_flops(spec) * double(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+// Reads 1 GiB once per iteration (integer sums, which the compiler vectorises).
+void read_bandwidth(benchmark::State& state) {
+  std::vector<uint64_t> buffer(size_t(1) << 27, 1);
+  for (auto _ : state) {
+    uint64_t sum = 0;
+    for (uint64_t v : buffer) sum += v;
+    benchmark::DoNotOptimize(sum);
+  }
+  const double bytes = double(buffer.size() * sizeof(uint64_t)) * double(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
+  state.SetBytesProcessed(int64_t(bytes));
+}
+
+}  // namespace
+
+void register_contractions() {
+  benchmark::RegisterBenchmark("memory/read_bandwidth", read_bandwidth)->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (std::string model : {"bench512", "llama1b"})
+    for (int threads : {1, 2}) {
+      const std::string suffix = model + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(("contract/reference/" + suffix).c_str(), reference_layer, model, threads)
+          ->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("contract/dgemm/" + suffix).c_str(), dgemm_layer, model, threads)
+          ->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+}
+
+}  // namespace cutcheck::bench

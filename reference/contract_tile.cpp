@@ -1,0 +1,30 @@
+// Which tile kernel runs: the widest this CPU has, asked once.
+#include "reference/contract_tile.h"
+
+namespace cutcheck {
+namespace {
+
+struct Kernels {
+  TileKernel list[3];
+  int count = 0;
+  Kernels() {
+#ifdef CUTCHECK_X86_TILES
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) list[count++] = {"avx512", 16, tile_avx512};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) list[count++] = {"avx2", 8, tile_avx2};
+#endif
+    list[count++] = {"generic", 8, tile_generic};
+  }
+};
+
+const Kernels& kernels() {
+  static const Kernels k;
+  return k;
+}
+
+}  // namespace
+
+int tile_kernel_count() { return kernels().count; }
+const TileKernel& tile_kernel(int i) { return kernels().list[i]; }
+
+}  // namespace cutcheck

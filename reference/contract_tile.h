@@ -1,0 +1,77 @@
+// The inner loop of the contraction kernel (kernels_contract.cpp): a tile of up to
+// tile_rows_max output rows by two vectors of output columns continues its sums over a
+// block of k, in order. Operands arrive packed and widened to double:
+//   a[k * tile_rows_max + i]   the lhs element of row i, term k
+//   b[k * width + j]           the rhs element of column j, term k (width = 2 vectors)
+//   c[i * ldc + j]             the running sum of output (i, j), read and written back
+// Every accumulator takes its terms one at a time in ascending k, exactly as the naive
+// definition does. The multiply-add is fused where the machine has FMA: a product of two
+// values widened from f32 (or bf16, f16) is exact in double, so fma(a, b, c) rounds once,
+// as a * b + c does (docs/numerics.md).
+//
+// The template is instantiated once per instruction set, each in its own translation unit
+// built for that set (contract_tile_*.cpp); this header includes nothing the standard
+// library would instantiate, so no code built for a wider set can leak into the others.
+#pragma once
+
+#include <cstdint>
+
+namespace cutcheck {
+
+constexpr int tile_rows_max = 6;
+constexpr int tile_width_max = 16;
+
+// A tile kernel for one instruction set.
+using TileFn = void (*)(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
+struct TileKernel {
+  const char* isa;
+  int width;  // output columns per tile
+  TileFn run;
+};
+
+// The kernels this machine can run, widest first; tile_kernel() is the first.
+int tile_kernel_count();
+const TileKernel& tile_kernel(int i = 0);
+
+// The kernel of each instruction set, each in its own translation unit; the x86 ones are
+// built on x86-64 only (CUTCHECK_X86_TILES).
+void tile_generic(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
+void tile_avx2(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
+void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
+
+// V: vec (a vector of `lanes` doubles), load, store, splat, fma(a, b, c) = a * b + c.
+template <class V, int R>
+inline void tile_of(int64_t kc, const double* a, const double* b, double* c, int64_t ldc) {
+  constexpr int L = V::lanes;
+  typename V::vec acc[R][2];
+  for (int i = 0; i < R; ++i) {
+    acc[i][0] = V::load(c + i * ldc);
+    acc[i][1] = V::load(c + i * ldc + L);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const typename V::vec b0 = V::load(b + k * 2 * L), b1 = V::load(b + k * 2 * L + L);
+    for (int i = 0; i < R; ++i) {
+      const typename V::vec ai = V::splat(a[k * tile_rows_max + i]);
+      acc[i][0] = V::fma(ai, b0, acc[i][0]);
+      acc[i][1] = V::fma(ai, b1, acc[i][1]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    V::store(c + i * ldc, acc[i][0]);
+    V::store(c + i * ldc + L, acc[i][1]);
+  }
+}
+
+template <class V>
+inline void tile_rows(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc) {
+  switch (rows) {
+    case 1: return tile_of<V, 1>(kc, a, b, c, ldc);
+    case 2: return tile_of<V, 2>(kc, a, b, c, ldc);
+    case 3: return tile_of<V, 3>(kc, a, b, c, ldc);
+    case 4: return tile_of<V, 4>(kc, a, b, c, ldc);
+    case 5: return tile_of<V, 5>(kc, a, b, c, ldc);
+    default: return tile_of<V, 6>(kc, a, b, c, ldc);
+  }
+}
+
+}  // namespace cutcheck
