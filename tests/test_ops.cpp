@@ -271,14 +271,20 @@ struct DotCase {
   std::vector<int64_t> lb, rb, lc, rc;
 };
 
-Tensor wide_range_values(const Shape& shape, std::mt19937& rng) {
-  // Magnitudes over 2^-30 .. 2^30 and both signs, so the order of the sum shows in its
-  // rounding; a few elements large enough that a sum overflows f32 when rounded.
-  TensorType type{DType::f32, shape};
-  Tensor t(type);
-  std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
-  std::uniform_int_distribution<int> exponent(-30, 30), pick(0, 999);
-  for (float& v : t.as_mut<float>()) v = pick(rng) == 0 ? 3e38f : std::ldexp(mantissa(rng), exponent(rng));
+Tensor order_revealing_values(const Shape& shape, std::mt19937& rng) {
+  // Half the elements +-2^24, whose products (+-2^48) cancel exactly again and again as
+  // a sum runs; the others small (+-1, or 2^-20 with random bits), so that whether a
+  // small product survives depends on which large ones came before it: a sum taken in
+  // another order rounds differently. One element in a thousand is large enough that a
+  // sum overflows f32 when rounded.
+  Tensor t(TensorType{DType::f32, shape});
+  std::uniform_real_distribution<float> fraction(1.0f, 2.0f);
+  std::uniform_int_distribution<int> pick(0, 3999);
+  for (float& v : t.as_mut<float>()) {
+    const int p = pick(rng);
+    const float sign = p % 2 ? -1.0f : 1.0f;
+    v = p < 4 ? 3e38f : p < 2000 ? sign * 0x1p24f : p < 3000 ? sign : sign * std::ldexp(fraction(rng), -20);
+  }
   return t;
 }
 
@@ -307,7 +313,7 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
     b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
     const Program program = b.finish();
     const Operation& op = program.ops.back();
-    const Tensor lhs = wide_range_values(c.lhs, rng), rhs = wide_range_values(c.rhs, rng);
+    const Tensor lhs = order_revealing_values(c.lhs, rng), rhs = order_revealing_values(c.rhs, rng);
     const Tensor* operands[] = {&lhs, &rhs};
     Tensor want(program.type(op.result));
     dot_general_naive(op, operands, want);
