@@ -31,7 +31,7 @@ constexpr int64_t prefill_rows = 128;
 std::vector<float> random_floats(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(size_t(n));
+  std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = u(rng);
   return v;
 }

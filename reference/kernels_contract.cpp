@@ -146,6 +146,7 @@ std::vector<int64_t> offsets_of(const int64_t* sizes, const int64_t* strides, in
 //   y[b, m, n] = sum_k lhs[bl[b] + ml[m] + kl[k]] * rhs[br[b] + nr[n] + kr[k]].
 struct Gemm {
   std::vector<int64_t> bl, br, ml, nr, kl, kr;
+  int64_t kl_step = 0, kr_step = 0;  // the terms' spacing where even (one contracting dimension), else 0
   int64_t batches = 0, M = 0, N = 0, K = 0;
 };
 
@@ -160,21 +161,30 @@ Gemm gemm_of(const DotLayout& g) {
   m.kr = offsets_of(g.con_size.data(), g.con_r.data(), g.contracted);
   m.batches = int64_t(m.bl.size()), m.M = int64_t(m.ml.size()), m.N = int64_t(m.nr.size());
   m.K = int64_t(m.kl.size());
+  if (g.contracted == 1) m.kl_step = g.con_l[0], m.kr_step = g.con_r[0];
   return m;
 }
 
-// The blocking: a job is MC rows by up to NC columns of one batch, its sums kept in
+// The blocking: a job is up to MC rows by up to NC columns of one batch, its sums kept in
 // double while KC terms at a time are added; inside a job, a packed rhs panel of `width`
 // columns stays in L1 while the packed lhs rows stream past it from L2.
-constexpr int64_t MC = 16 * tile_rows_max, NC = 512, KC = 128;
+constexpr int64_t MC = 32 * tile_rows_max, NC = 512, KC = 128;
 
 // Widens operand elements to double into a packed block: dst[k * lanes + i] for i below
-// `valid` from src + base[i] + koff[k], zero beyond. Operands of other dtypes widen here.
-void pack(const float* src, const int64_t* base, int valid, int lanes, const int64_t* koff, int64_t kc,
-          double* dst) {
+// `valid` from src + base[i] + koff[k], zero beyond. `step` is the distance between
+// consecutive terms where they are evenly spaced (one contracting dimension), else 0.
+// Operands of other dtypes would widen here.
+void pack(const float* src, const int64_t* base, int valid, int lanes, const int64_t* koff, int64_t step,
+          int64_t kc, double* dst) {
   for (int i = 0; i < valid; ++i) {
-    const float* s = src + base[i];
-    for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[koff[k]]);
+    const float* s = src + base[i] + koff[0];
+    if (step == 1) {
+      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[k]);
+    } else if (step > 0) {
+      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[k * step]);
+    } else {
+      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[koff[k] - koff[0]]);
+    }
   }
   for (int i = valid; i < lanes; ++i)
     for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = 0.0;
@@ -196,12 +206,12 @@ void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const float
     for (int64_t t = 0; t < tiles; ++t) {
       const int rows = int(std::min<int64_t>(tile_rows_max, mc - t * tile_rows_max));
       for (int i = 0; i < rows; ++i) lbase[i] = g.bl[size_t(b)] + g.ml[size_t(m0 + t * tile_rows_max + i)];
-      pack(x, lbase, rows, tile_rows_max, g.kl.data() + k0, kc, a_pack.data() + t * tile_rows_max * kc);
+      pack(x, lbase, rows, tile_rows_max, g.kl.data() + k0, g.kl_step, kc, a_pack.data() + t * tile_rows_max * kc);
     }
     for (int64_t p = 0; p < panels; ++p) {
       const int cols = int(std::min<int64_t>(width, nc - p * width));
       for (int j = 0; j < cols; ++j) rbase[j] = g.br[size_t(b)] + g.nr[size_t(n0 + p * width + j)];
-      pack(w, rbase, cols, width, g.kr.data() + k0, kc, b_pack.data() + p * width * kc);
+      pack(w, rbase, cols, width, g.kr.data() + k0, g.kr_step, kc, b_pack.data() + p * width * kc);
     }
     for (int64_t p = 0; p < panels; ++p)
       for (int64_t t = 0; t < tiles; ++t) {
