@@ -23,11 +23,19 @@ constexpr int tile_width_max = 16;
 
 // A tile kernel for one instruction set.
 using TileFn = void (*)(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
+// Packs `valid` f32 rows, each kc consecutive terms from src + base[i], widened, into
+// dst[k * lanes + i]; zero for i from valid to lanes. (A transpose: the rows' terms are
+// consecutive in memory, the packed block has each term's rows side by side.)
+using PackFn = void (*)(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst);
 struct TileKernel {
   const char* isa;
   int width;  // output columns per tile
   TileFn run;
+  PackFn pack_rows;
 };
+
+// The packing of consecutive terms in plain loops (contract_tile_generic.cpp).
+void pack_rows_plain(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst);
 
 // The kernels this machine can run, widest first; tile_kernel() is the first.
 int tile_kernel_count();
@@ -38,6 +46,7 @@ const TileKernel& tile_kernel(int i = 0);
 void tile_generic(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
 void tile_avx2(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
 void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
+void pack_rows_avx512(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst);
 
 // V: vec (a vector of `lanes` doubles), load, store, splat, fma(a, b, c) = a * b + c.
 template <class V, int R>

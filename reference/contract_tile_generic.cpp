@@ -1,10 +1,10 @@
 // The portable tile kernel: GCC vector extensions, which every target lowers to what it
 // has; a separate multiply and add (the same bits as fused, see contract_tile.h).
-#include "reference/contract_tile.h"
-
 // The vectors never cross a call boundary that is not inlined, so how a target without
 // 32-byte registers would pass them does not matter.
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "reference/contract_tile.h"
 
 namespace cutcheck {
 namespace {
@@ -26,6 +26,15 @@ struct Generic {
 
 void tile_generic(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc) {
   tile_rows<Generic>(rows, kc, a, b, c, ldc);
+}
+
+void pack_rows_plain(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst) {
+  for (int i = 0; i < valid; ++i) {
+    const float* s = src + base[i];
+    for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[k]);
+  }
+  for (int i = valid; i < lanes; ++i)
+    for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = 0.0;
 }
 
 }  // namespace cutcheck

@@ -172,15 +172,19 @@ constexpr int64_t MC = 32 * tile_rows_max, NC = 512, KC = 128;
 
 // Widens operand elements to double into a packed block: dst[k * lanes + i] for i below
 // `valid` from src + base[i] + koff[k], zero beyond. `step` is the distance between
-// consecutive terms where they are evenly spaced (one contracting dimension), else 0.
+// consecutive terms where they are evenly spaced (one contracting dimension), else 0;
+// consecutive terms (step 1, the projections) take the tile kernel's own packing.
 // Operands of other dtypes would widen here.
-void pack(const float* src, const int64_t* base, int valid, int lanes, const int64_t* koff, int64_t step,
-          int64_t kc, double* dst) {
+void pack(const TileKernel& tile, const float* src, const int64_t* base, int valid, int lanes, const int64_t* koff,
+          int64_t step, int64_t kc, double* dst) {
+  if (step == 1) {
+    int64_t at[tile_width_max];
+    for (int i = 0; i < valid; ++i) at[i] = base[i] + koff[0];
+    return tile.pack_rows(src, at, valid, lanes, kc, dst);
+  }
   for (int i = 0; i < valid; ++i) {
     const float* s = src + base[i] + koff[0];
-    if (step == 1) {
-      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[k]);
-    } else if (step > 0) {
+    if (step > 0) {
       for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[k * step]);
     } else {
       for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[koff[k] - koff[0]]);
@@ -206,12 +210,12 @@ void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const float
     for (int64_t t = 0; t < tiles; ++t) {
       const int rows = int(std::min<int64_t>(tile_rows_max, mc - t * tile_rows_max));
       for (int i = 0; i < rows; ++i) lbase[i] = g.bl[size_t(b)] + g.ml[size_t(m0 + t * tile_rows_max + i)];
-      pack(x, lbase, rows, tile_rows_max, g.kl.data() + k0, g.kl_step, kc, a_pack.data() + t * tile_rows_max * kc);
+      pack(tile, x, lbase, rows, tile_rows_max, g.kl.data() + k0, g.kl_step, kc, a_pack.data() + t * tile_rows_max * kc);
     }
     for (int64_t p = 0; p < panels; ++p) {
       const int cols = int(std::min<int64_t>(width, nc - p * width));
       for (int j = 0; j < cols; ++j) rbase[j] = g.br[size_t(b)] + g.nr[size_t(n0 + p * width + j)];
-      pack(w, rbase, cols, width, g.kr.data() + k0, g.kr_step, kc, b_pack.data() + p * width * kc);
+      pack(tile, w, rbase, cols, width, g.kr.data() + k0, g.kr_step, kc, b_pack.data() + p * width * kc);
     }
     for (int64_t p = 0; p < panels; ++p)
       for (int64_t t = 0; t < tiles; ++t) {
