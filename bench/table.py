@@ -4,6 +4,7 @@ import sys
 
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 peaks = [json.loads(line) for line in open(sys.argv[2])]
+whole = json.loads(open(sys.argv[3]).read()) if len(sys.argv) > 3 else None
 for b in runs:
     if b.get("error_occurred"):
         print(f"WARNING: {b['name']}: {b.get('error_message')}\n")
@@ -29,6 +30,36 @@ for model in ("stories260K", "bench512", "llama1b"):
     ref2, oracle = rate(f"decode/reference_2_threads/{model}"), rate(f"decode/oracle/{model}")
     ratio = ref / plain if ref and plain else None
     print(f"| {model} | {fmt(plain)} | {fmt(ref)} | {fmt(ref2)} | {fmt(oracle)} | {fmt(ratio, 2)}x |")
+
+bandwidth = rate("memory/read_bandwidth", "GB/s")
+print(f"\nDecode against reading every weight once at the measured read bandwidth ({fmt(bandwidth)} GB/s, one thread):\n")
+print("| model | weights | bound, tokens/s | reference | reference, 2 threads | time / bound |")
+print("|---|---|---|---|---|---|")
+for model in ("bench512", "llama1b"):
+    gb = rate(f"decode/reference/{model}", "weight GB")
+    ref, ref2 = rate(f"decode/reference/{model}"), rate(f"decode/reference_2_threads/{model}")
+    bound = bandwidth / gb if bandwidth and gb else None
+    best = max(r for r in (ref, ref2) if r) if ref or ref2 else None
+    print(f"| {model} | {fmt(gb)} GB | {fmt(bound)} | {fmt(ref)} | {fmt(ref2)} | "
+          f"{fmt(bound / best if bound and best else None, 2)}x |")
+
+print("\nContractions of one layer of a 128-row prefill (q, k, v, o, w1, w3, w2), GFLOP/s, against "
+      "OpenBLAS dgemm on the same shapes in double:\n")
+print("| model | threads | reference | dgemm | reference / dgemm | reference, 2 threads / 1 |")
+print("|---|---|---|---|---|---|")
+for model in ("bench512", "llama1b"):
+    one = rate(f"contract/reference/{model}/threads:1/real_time", "GFLOP/s")
+    for threads in (1, 2):
+        ref = rate(f"contract/reference/{model}/threads:{threads}/real_time", "GFLOP/s")
+        blas = rate(f"contract/dgemm/{model}/threads:{threads}/real_time", "GFLOP/s")
+        scale = fmt(ref / one if ref and one else None, 2) + "x" if threads == 2 else ""
+        print(f"| {model} | {threads} | {fmt(ref)} | {fmt(blas)} | {fmt(ref / blas if ref and blas else None, 2)}x | {scale} |")
+
+if whole:
+    print(f"\n`cutcheck generate` of 256 stories260K tokens as a whole process: {whole['reference_s']:.3f} s; "
+          f"the plain C loops (bench/plain_generate.cpp): {whole['plain_s']:.3f} s; speed relative to the plain "
+          f"loops {whole['plain_s'] / whole['reference_s']:.2f}x; same tokens: {whole['same_tokens']} (medians of 5 "
+          f"alternating runs)")
 
 print("\nPrefill, tokens per second (rows from position 0, ctx = rows):\n")
 print("| model | rows | tokens/s | time per row, relative to 16 rows |")
