@@ -126,20 +126,19 @@ DotLayout dot_layout(const Operation& op, const Tensor& lhs, const Tensor& rhs, 
   return g;
 }
 
-// The offsets of a block of dimensions, in row-major order of their indices.
-std::vector<int64_t> offsets_of(const int64_t* sizes, const int64_t* strides, int n) {
+// The offsets of a block of dimensions, in row-major order of their indices, into `out`
+// (whose storage is reused from call to call).
+void offsets_of(const int64_t* sizes, const int64_t* strides, int n, std::vector<int64_t>& out) {
   int64_t count = 1;
   for (int i = 0; i < n; ++i) count *= sizes[i];
-  std::vector<int64_t> out;
-  out.reserve(size_t(count));
-  if (count == 0) return out;
+  out.clear();
+  if (count == 0) return;
   Odometer at(sizes, n);
   do {
     int64_t o = 0;
     for (int i = 0; i < n; ++i) o += at.at[size_t(i)] * strides[i];
     out.push_back(o);
   } while (at.next());
-  return out;
 }
 
 // The fast kernel's view of a dot_general: a batch of matrix products
@@ -150,17 +149,19 @@ struct Gemm {
   int64_t batches = 0, M = 0, N = 0, K = 0;
 };
 
-Gemm gemm_of(const DotLayout& g) {
-  Gemm m;
-  m.bl = offsets_of(g.out_size.data(), g.res_l.data(), g.batch);
-  m.br = offsets_of(g.out_size.data(), g.res_r.data(), g.batch);
-  m.ml = offsets_of(g.out_size.data() + g.batch, g.res_l.data() + g.batch, g.lhs_free);
+// The view of `g`, in a Gemm kept per thread so that its lists allocate only to grow.
+const Gemm& gemm_of(const DotLayout& g) {
+  thread_local Gemm m;
+  offsets_of(g.out_size.data(), g.res_l.data(), g.batch, m.bl);
+  offsets_of(g.out_size.data(), g.res_r.data(), g.batch, m.br);
+  offsets_of(g.out_size.data() + g.batch, g.res_l.data() + g.batch, g.lhs_free, m.ml);
   const int n0 = g.batch + g.lhs_free;
-  m.nr = offsets_of(g.out_size.data() + n0, g.res_r.data() + n0, g.rhs_free);
-  m.kl = offsets_of(g.con_size.data(), g.con_l.data(), g.contracted);
-  m.kr = offsets_of(g.con_size.data(), g.con_r.data(), g.contracted);
+  offsets_of(g.out_size.data() + n0, g.res_r.data() + n0, g.rhs_free, m.nr);
+  offsets_of(g.con_size.data(), g.con_l.data(), g.contracted, m.kl);
+  offsets_of(g.con_size.data(), g.con_r.data(), g.contracted, m.kr);
   m.batches = int64_t(m.bl.size()), m.M = int64_t(m.ml.size()), m.N = int64_t(m.nr.size());
   m.K = int64_t(m.kl.size());
+  m.kl_step = m.kr_step = 0;
   if (g.contracted == 1) m.kl_step = g.con_l[0], m.kr_step = g.con_r[0];
   return m;
 }
@@ -257,7 +258,7 @@ void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
 void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out) {
   const Tensor &lhs = *in[0], &rhs = *in[1];
   if (out.elements() == 0) return;
-  const Gemm g = gemm_of(dot_layout(op, lhs, rhs, out));
+  const Gemm& g = gemm_of(dot_layout(op, lhs, rhs, out));
   const float* x = lhs.as<float>().data();
   const float* w = rhs.as<float>().data();
   float* y = out.as_mut<float>().data();
