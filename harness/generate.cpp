@@ -141,6 +141,12 @@ Generation generate(CutRunner& runner, const ModelSpec& spec, const GenerateOpti
   auto run = [&](const std::vector<int32_t>& tokens, int64_t pos) {
     const int64_t end = pos + int64_t(tokens.size());
     if (end > capacity) {
+      // The smaller capacity's programs are not run again; the runner may free them first.
+      for (const Cut& cut : {Cut::decode(capacity), Cut::prefill(prompt, capacity), Cut::prefill(1, capacity),
+                             Cut::batch(1, capacity)})
+        runner.forget(cut);
+      for (const Cut& cut : pieces_of(Cut::decode(capacity), spec))
+        if (cut.ctx == capacity) runner.forget(cut);  // the layers; embed and head keep
       capacity = bucket_for(end, ctx);
       grow_caches(caches, capacity);
     }

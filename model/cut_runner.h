@@ -14,6 +14,9 @@ class CutRunner {
   virtual ~CutRunner() = default;
   // Runs `cut` on named inputs (the cut's signature) and returns its named outputs.
   virtual TensorMap run(const Cut& cut, const TensorMap& inputs) = 0;
+  // The caller will not run `cut` again: a runner may free what it keeps for it (the
+  // reference its plan). Generation calls it as its caches outgrow a capacity.
+  virtual void forget(const Cut& /*cut*/) {}
 };
 
 }  // namespace cutcheck

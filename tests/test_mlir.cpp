@@ -214,7 +214,7 @@ TEST(Mlir, StoriesGeneratesLlama2cTokensThroughMlir) {
   ServeBackend one_server(mlir_backend + " run", 300);
   for (Backend* backend : std::initializer_list<Backend*>{&each_step, &one_server}) {
     BackendRunner runner(*backend, m.spec, dir / "weights", dir / ("programs-" + std::to_string(backend == &one_server)));
-    Generation g = generate(runner, m.spec, {{1}, 64, 0, Via::decode});
+    Generation g = generate(runner, m.spec, {{1}, 64, 65, Via::decode});  // one capacity: one program to lower
     EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>()) << backend->name();
   }
 }

@@ -143,7 +143,7 @@ TEST(Ort, StoriesGeneratesLlama2cTokensThroughOrt) {
   write_weights(dir / "weights", m.weights, m.spec);
   CommandBackend backend(ort_backend + " run", 300);
   BackendRunner runner(backend, m.spec, dir / "weights", dir / "programs");
-  Generation g = generate(runner, m.spec, {{1}, 64, 0, Via::decode});
+  Generation g = generate(runner, m.spec, {{1}, 64, 65, Via::decode});  // one capacity: one program to lower
   EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>());
 }
 

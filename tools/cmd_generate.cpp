@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/temp_folder.h"
@@ -80,6 +81,10 @@ void add_generate(CLI::App& app) {
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
+    // A backend lowers a program per capacity: through one, it keeps the one capacity
+    // of prompt + steps rather than growing its caches (harness/generate.h).
+    if (!args->backend.empty() && options.ctx == 0)
+      options.ctx = checked_add(int64_t(options.prompt.size()), options.steps, "prompt + steps");
     // In this order, so that the runner goes before its backend, and a backend's servers
     // are shut down before their folder is removed and while signals are still caught.
     std::optional<InterruptScope> interrupts;  // a backend runs: a signal stops it and cleans up
