@@ -169,7 +169,7 @@ const Gemm& gemm_of(const DotLayout& g) {
 // The blocking: a job is up to MC rows by up to NC columns of one batch, its sums kept in
 // double while KC terms at a time are added; inside a job, a packed rhs panel of `width`
 // columns stays in L1 while the packed lhs rows stream past it from L2.
-constexpr int64_t MC = 32 * tile_rows_max, NC = 512, KC = 128;
+constexpr int64_t MC = 32 * tile_rows_max, NC = 256, KC = 128;
 
 // Widens operand elements to double into a packed block: dst[k * lanes + i] for i below
 // `valid` from src + base[i] + koff[k], zero beyond. `step` is the distance between
