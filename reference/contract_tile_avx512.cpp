@@ -1,7 +1,9 @@
 // The tile kernel for AVX-512F (built with -mavx512f; run only where the CPU has it).
 // GCC 12's AVX-512 headers start some intrinsics from an undefined vector, which it then
 // reports as maybe uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
