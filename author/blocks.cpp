@@ -16,10 +16,24 @@ ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec)
 
 ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Shard shard) : b_(b), spec_(spec), shard_(shard) {}
 
+ValueId ModelWriter::stored_weight(const std::string& name, Shape shape) {
+  return b_.weight(name, {spec_.dtype, std::move(shape)});
+}
+
+ValueId ModelWriter::weight(const std::string& name, Shape shape) {
+  ValueId stored = stored_weight(name, std::move(shape));
+  if (spec_.dtype == DType::f32) return stored;
+  const std::string wide = name + ".f32";
+  if (auto v = b_.program().find(wide)) return *v;
+  return b_.convert(stored, DType::f32, wide);
+}
+
 ValueId ModelWriter::embed(ValueId tokens) {
   b_.note("embedding: row tokens[r] of tok_embeddings");
-  ValueId table = b_.weight(weight::embedding(), {spec_.vocab, spec_.dim});
-  return b_.op(K::gather, {table, tokens}, {}, "x");
+  ValueId table = stored_weight(weight::embedding(), {spec_.vocab, spec_.dim});
+  if (spec_.dtype == DType::f32) return b_.op(K::gather, {table, tokens}, {}, "x");
+  // Gather the rows as stored, then widen only them.
+  return b_.convert(b_.op(K::gather, {table, tokens}, {}, "x.stored"), DType::f32, "x");
 }
 
 Rows ModelWriter::rows(CacheLayout layout, ValueId positions, ValueId first) {
@@ -43,7 +57,7 @@ Rows ModelWriter::rows(CacheLayout layout, ValueId positions, ValueId first) {
 ValueId ModelWriter::rms_norm(ValueId x, const std::string& weight_name, const std::string& name) {
   const int64_t R = b_.shape(x)[0], D = spec_.dim;
   b_.note(fmt::format("{}: x * rsqrt(mean(x^2) + eps) * weight", name));
-  ValueId w = b_.weight(weight_name, {D});
+  ValueId w = weight(weight_name, {D});
   ValueId sum = b_.reduce(b_.binary(K::multiply, x, x, name + ".sq"), "add", {1}, name + ".sum");
   ValueId mean = b_.binary(K::divide, sum, b_.constant(double(D), {DType::f32, {R}}, name + ".dim"), name + ".mean");
   ValueId eps = b_.constant(double(float(spec_.norm_eps)), {DType::f32, {R}}, name + ".eps");
@@ -85,9 +99,9 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   const bool per_row = rows.layout == CacheLayout::per_row;
 
   b_.note(fmt::format("layer {}: q, k, v projections and rotary embedding", l));
-  ValueId wq = b_.weight(weight::wq(l), {H * E, D});
-  ValueId wk = b_.weight(weight::wk(l), {KV * E, D});
-  ValueId wv = b_.weight(weight::wv(l), {KV * E, D});
+  ValueId wq = weight(weight::wq(l), {H * E, D});
+  ValueId wk = weight(weight::wk(l), {KV * E, D});
+  ValueId wv = weight(weight::wv(l), {KV * E, D});
   ValueId q = rotate(b_.reshape(b_.dot(xn, wq, {1}, {1}, p + "q_flat"), {R, H, E}, p + "q_heads"), rows.rope, p + "q");
   ValueId k = rotate(b_.reshape(b_.dot(xn, wk, {1}, {1}, p + "k_flat"), {R, KV, E}, p + "k_heads"), rows.rope, p + "k");
   ValueId v = b_.reshape(b_.dot(xn, wv, {1}, {1}, p + "v_flat"), {R, KV, E}, p + "v");
@@ -156,7 +170,7 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
                                          p + "mixed");
 
   b_.note(fmt::format("layer {}: output projection", l));
-  ValueId wo = b_.weight(weight::wo(l), {D, H * E});
+  ValueId wo = weight(weight::wo(l), {D, H * E});
   ValueId out = b_.dot(b_.reshape(mixed, {R, H * E}, p + "attn_flat"), wo, {1}, {1}, p + "attn_out");
   return sum_over_chips(out, p + "attn_sum");
 }
@@ -165,11 +179,11 @@ ValueId ModelWriter::mlp(int64_t l, ValueId xn) {
   const std::string p = fmt::format("l{}.", l);
   const int64_t D = spec_.dim, F = shard_.ffn;
   b_.note(fmt::format("layer {}: SwiGLU w2(silu(w1 x) * w3 x)", l));
-  const ValueId gate = b_.dot(xn, b_.weight(weight::w1(l), {F, D}), {1}, {1}, p + "gate");
-  const ValueId up = b_.dot(xn, b_.weight(weight::w3(l), {F, D}), {1}, {1}, p + "up");
+  const ValueId gate = b_.dot(xn, weight(weight::w1(l), {F, D}), {1}, {1}, p + "gate");
+  const ValueId up = b_.dot(xn, weight(weight::w3(l), {F, D}), {1}, {1}, p + "up");
   ValueId silu = b_.binary(K::multiply, gate, b_.unary(K::logistic, gate, p + "sigmoid"), p + "silu");
   ValueId hidden = b_.binary(K::multiply, silu, up, p + "hidden");
-  ValueId down = b_.dot(hidden, b_.weight(weight::w2(l), {D, F}), {1}, {1}, p + "down");
+  ValueId down = b_.dot(hidden, weight(weight::w2(l), {D, F}), {1}, {1}, p + "down");
   return sum_over_chips(down, p + "mlp_sum");
 }
 
@@ -194,7 +208,7 @@ HeadOut ModelWriter::head(ValueId x) {
   const int64_t R = b_.shape(x)[0], V = spec_.vocab, D = spec_.dim;
   ValueId xn = rms_norm(x, weight::final_norm(), "final_norm");
   b_.note("head: logits, and next = the lowest index of the largest logit");
-  ValueId logits = b_.dot(xn, b_.weight(weight::head(spec_), {V, D}), {1}, {1}, "logits");
+  ValueId logits = b_.dot(xn, weight(weight::head(spec_), {V, D}), {1}, {1}, "logits");
   ValueId top = b_.reduce(logits, "max", {1}, "head.max");
   ValueId is_top = b_.compare(logits, b_.broadcast(top, {R, V}, {0}, "head.max_rows"), "EQ", "head.is_max");
   ValueId index = b_.iota(1, {DType::i32, {R, V}}, "head.index");

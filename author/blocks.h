@@ -60,6 +60,10 @@ class ModelWriter {
   HeadOut head(ValueId x);                                 // f32[R, D] -> logits, next
 
  private:
+  // The weight as the checkpoint stores it (the spec's dtype), and that weight in f32:
+  // bf16 and f16 weights are widened where they are used, once per program.
+  ValueId stored_weight(const std::string& name, Shape shape);
+  ValueId weight(const std::string& name, Shape shape);
   ValueId rms_norm(ValueId x, const std::string& weight, const std::string& name);
   ValueId rotate(ValueId x, const RopeTables& rope, const std::string& name);  // f32[R, N, E]
   ValueId attention(int64_t l, const Rows& rows, ValueId xn, Cache& cache);

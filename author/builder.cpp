@@ -28,11 +28,11 @@ ValueId Builder::input(const std::string& name, TensorType type, std::optional<s
   return v;
 }
 
-ValueId Builder::weight(const std::string& name, Shape shape) {
+ValueId Builder::weight(const std::string& name, TensorType type) {
   for (const WeightDecl& w : program_.weights)
     if (program_.name(w.value) == name) return w.value;
   if (names_.count(name)) throw Error(fmt::format("weight %{} collides with another value", name));
-  ValueId v = define(name, {DType::f32, std::move(shape)});
+  ValueId v = define(name, std::move(type));
   program_.weights.push_back({v, {}});
   return v;
 }

@@ -18,8 +18,8 @@ class Builder {
 
   ValueId input(const std::string& name, TensorType type,
                 std::optional<std::pair<int64_t, int64_t>> range = std::nullopt);
-  // Declares an f32 weight once; a second call with the same name returns the same value.
-  ValueId weight(const std::string& name, Shape shape);
+  // Declares a weight once; a second call with the same name returns the same value.
+  ValueId weight(const std::string& name, TensorType type);
   void output(const std::string& name, ValueId value);
 
   // A comment printed above the next op.

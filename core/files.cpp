@@ -76,14 +76,14 @@ void write_all(int fd, std::span<const std::byte> bytes, const fs::path& what) {
 // The preferred way: an unnamed file (O_TMPFILE) in the destination's folder, given a name
 // only once it is complete, so a kill -9 while writing leaves nothing behind. False when
 // the filesystem has no O_TMPFILE; then the caller writes a named temporary file.
-bool write_unnamed(const fs::path& path, std::span<const std::byte> bytes) {
+bool write_unnamed(const fs::path& path, const FileProducer& produce) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   Descriptor file{::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644)};
   if (file.fd < 0) {
     if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL || errno == ENOENT) return false;
     fail_io("create a file in", dir);
   }
-  write_all(file.fd, bytes, path);
+  produce([&](std::span<const std::byte> bytes) { write_all(file.fd, bytes, path); });
   const std::string proc = fmt::format("/proc/self/fd/{}", file.fd);
   // A new destination is linked in place at once; an existing one is replaced by linking
   // beside it and renaming over it (linkat cannot replace), a window of two system calls.
@@ -105,6 +105,10 @@ bool write_unnamed(const fs::path& path, std::span<const std::byte> bytes) {
 }  // namespace
 
 void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
+  write_file_atomic(path, [&](const FileSink& write) { write(bytes); });
+}
+
+void write_file_atomic(const fs::path& path, const FileProducer& produce) {
   // Renaming over a device, FIFO or folder would replace it (as root, /dev/null becomes a
   // regular file); a destination that exists must be a regular file.
   struct stat existing {};
@@ -116,7 +120,7 @@ void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
                                                                                         : "not a file"));
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  if (write_unnamed(path, bytes)) return;
+  if (write_unnamed(path, produce)) return;
   static std::atomic<unsigned> counter{0};
   fs::path temp = path;
   temp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
@@ -124,7 +128,7 @@ void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes) {
     Descriptor file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (file.fd < 0) fail_io("create", temp);
     try {
-      write_all(file.fd, bytes, temp);
+      produce([&](std::span<const std::byte> bytes) { write_all(file.fd, bytes, temp); });
     } catch (...) {
       ::unlink(temp.c_str());
       throw;

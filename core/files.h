@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +20,11 @@ std::string read_file(const fs::path& path, uint64_t max_bytes = uint64_t{1} << 
 // reader never sees a half-written file. Creates missing parent folders.
 void write_file_atomic(const fs::path& path, std::span<const std::byte> bytes);
 void write_file_atomic(const fs::path& path, const std::string& text);
+// The same for a file too large to hold in memory: `produce` hands its bytes to the sink
+// piece by piece (it may be called a second time if the first way of writing fails).
+using FileSink = std::function<void(std::span<const std::byte>)>;
+using FileProducer = std::function<void(const FileSink&)>;
+void write_file_atomic(const fs::path& path, const FileProducer& produce);
 
 // A read-only memory mapping of a whole file.
 class MappedFile {

@@ -22,12 +22,14 @@ std::string_view file_dtype(DType dtype) {
     case DType::f32: return "F32";
     case DType::i32: return "I32";
     case DType::i1: return "BOOL";
+    case DType::bf16: return "BF16";
+    case DType::f16: return "F16";
   }
   return "?";
 }
 
 bool parse_file_dtype(const std::string& name, DType& out) {
-  for (DType d : {DType::f32, DType::i32, DType::i1}) {
+  for (DType d : {DType::f32, DType::i32, DType::i1, DType::bf16, DType::f16}) {
     if (file_dtype(d) == name) {
       out = d;
       return true;
@@ -145,7 +147,7 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
   for (auto& [name, stored] : index.tensors) {
     TensorType type{DType::f32, std::move(stored.shape)};
     if (!parse_file_dtype(stored.dtype, type.dtype))
-      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, I32 and BOOL)",
+      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL)",
                                     source, name, stored.dtype));
     const std::byte* at = stored.bytes.data();
     Tensor t = Tensor::view(type, at, keepalive);
@@ -161,11 +163,11 @@ SafetensorsContents read_safetensors(const fs::path& path) {
   return parse_safetensors(bytes, path.string(), std::move(mapped));
 }
 
-std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata) {
+std::string encode_safetensors_header(const std::map<std::string, TensorType>& types, const Metadata& metadata) {
   Json header = Json::object();
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    header[name] = {{"dtype", file_dtype(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.bytes()}}};
+  for (const auto& [name, t] : types) {
+    header[name] = {{"dtype", file_dtype(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -174,14 +176,28 @@ std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadat
   std::string out(8, '\0');
   uint64_t len = text.size();
   for (int i = 0; i < 8; ++i) out[size_t(i)] = char((len >> (8 * i)) & 0xff);
-  out += text;
-  out.reserve(out.size() + offset);
+  return out + text;
+}
+
+std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata) {
+  std::map<std::string, TensorType> types;
+  uint64_t bytes = 0;
+  for (const auto& [name, t] : tensors) types.emplace(name, t.type()), bytes += t.bytes();
+  std::string out = encode_safetensors_header(types, metadata);
+  out.reserve(out.size() + bytes);
   for (const auto& [name, t] : tensors) out.append(reinterpret_cast<const char*>(t.raw().data()), t.bytes());
   return out;
 }
 
 void write_safetensors(const fs::path& path, const TensorMap& tensors, const Metadata& metadata) {
-  write_file_atomic(path, encode_safetensors(tensors, metadata));
+  std::map<std::string, TensorType> types;
+  for (const auto& [name, t] : tensors) types.emplace(name, t.type());
+  const std::string header = encode_safetensors_header(types, metadata);
+  // Tensor by tensor from where they are (mapped weights stay mapped): never the whole file in memory.
+  write_file_atomic(path, [&](const FileSink& write) {
+    write(std::as_bytes(std::span(header.data(), header.size())));
+    for (const auto& [name, t] : tensors) write(t.raw());
+  });
 }
 
 }  // namespace cutcheck

@@ -1,8 +1,8 @@
 // The safetensors format: an 8-byte little-endian header length, a JSON header
 // {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then the bytes.
-// cutcheck's tensors are F32, I32 and BOOL; the layout checks (offsets past the end,
+// cutcheck's tensors are F32, BF16, F16, I32 and BOOL; the layout checks (offsets past the end,
 // overlapping or unindexed bytes, sizes that disagree with shapes) hold for every dtype, so
-// checkpoint importers read BF16 and F16 through the same index.
+// checkpoint importers index any dtype (and refuse the ones cutcheck does not read) the same way.
 #pragma once
 
 #include <map>
@@ -47,6 +47,9 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
                                       std::shared_ptr<const void> keepalive);
 
 std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata = {});
+// The 8-byte length and the header of a file holding tensors of these types, in name
+// order: the data follows it, tensor after tensor in that order (for writers that stream).
+std::string encode_safetensors_header(const std::map<std::string, TensorType>& types, const Metadata& metadata = {});
 void write_safetensors(const fs::path& path, const TensorMap& tensors, const Metadata& metadata = {});
 
 }  // namespace cutcheck

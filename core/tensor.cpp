@@ -14,6 +14,8 @@ size_t dtype_size(DType dtype) {
     case DType::f32: return 4;
     case DType::i32: return 4;
     case DType::i1: return 1;
+    case DType::bf16: return 2;
+    case DType::f16: return 2;
   }
   return 0;
 }
@@ -23,12 +25,14 @@ std::string_view dtype_name(DType dtype) {
     case DType::f32: return "f32";
     case DType::i32: return "i32";
     case DType::i1: return "i1";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view name, DType& out) {
-  for (DType d : {DType::f32, DType::i32, DType::i1}) {
+  for (DType d : {DType::f32, DType::i32, DType::i1, DType::bf16, DType::f16}) {
     if (dtype_name(d) == name) {
       out = d;
       return true;
@@ -36,6 +40,8 @@ bool parse_dtype(std::string_view name, DType& out) {
   }
   return false;
 }
+
+bool is_half(DType dtype) { return dtype == DType::bf16 || dtype == DType::f16; }
 
 int64_t element_count(const Shape& shape) {
   int64_t n = 1;

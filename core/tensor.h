@@ -13,12 +13,16 @@
 
 namespace cutcheck {
 
-// f32 and i32 as in StableHLO; i1 is a predicate, stored one byte per element.
-enum class DType : uint8_t { f32, i32, i1 };
+// f32 and i32 as in StableHLO; i1 is a predicate, stored one byte per element. bf16 and
+// f16 are the 16-bit floats checkpoints store weights in: programs move them and convert
+// them to f32, and compute on nothing narrower than f32 (docs/language.md).
+enum class DType : uint8_t { f32, i32, i1, bf16, f16 };
 
 size_t dtype_size(DType dtype);
-std::string_view dtype_name(DType dtype);  // "f32", "i32", "i1"
+std::string_view dtype_name(DType dtype);  // "f32", "i32", "i1", "bf16", "f16"
 bool parse_dtype(std::string_view name, DType& out);
+// bf16 or f16: a storage type that is widened to f32 before any arithmetic.
+bool is_half(DType dtype);
 
 using Shape = std::vector<int64_t>;
 

@@ -13,7 +13,7 @@ namespace {
 
 using Body = std::function<std::string(const std::vector<std::string>& args)>;  // returns the yielded value
 
-std::string elem(DType d) { return d == DType::f32 ? "f32" : d == DType::i32 ? "i32" : "i1"; }
+std::string elem(DType d) { return std::string(dtype_name(d)); }  // f32, i32, i1, bf16, f16: MLIR's own words
 
 std::string type_of(const TensorType& t) {
   std::string dims;
@@ -377,6 +377,9 @@ class Lowering {
     const DType from = type(op.operands[0]).dtype, to = t.dtype;
     return e_.elementwise(value_of("", t), {operand(op.operands[0])}, [&](const auto& a) -> std::string {
       if (from == to) return a[0];
+      // Widening a bf16 or f16 weight is exact; narrowing to one rounds to nearest even.
+      if (is_half(from)) return e_.body_op(fmt::format("arith.extf {} : {} to f32", a[0], elem(from)));
+      if (is_half(to)) return e_.body_op(fmt::format("arith.truncf {} : f32 to {}", a[0], elem(to)));
       if (from == DType::i32 && to == DType::f32) return e_.body_op(fmt::format("arith.sitofp {} : i32 to f32", a[0]));
       if (from == DType::i1)
         return e_.body_op(fmt::format("arith.{} {} : i1 to {}", to == DType::f32 ? "uitofp" : "extui", a[0], elem(to)));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -14,22 +16,64 @@
 namespace cutcheck {
 namespace {
 
-Tensor widen(const CheckpointTensor& t, const std::string& where) {
-  const StoredTensor& s = t.stored;
-  TensorType type{DType::f32, s.shape};
-  if (s.dtype == "F32") {
-    Tensor view = Tensor::view(type, s.bytes.data(), t.keepalive);
-    return reinterpret_cast<uintptr_t>(s.bytes.data()) % 4 == 0 ? view : view.clone();  // keep loads aligned
+// The cutcheck dtype of a stored tensor; FormatError for the ones the importers do not read.
+DType stored_dtype(const StoredTensor& s, const std::string& where) {
+  if (s.dtype == "F32") return DType::f32;
+  if (s.dtype == "BF16") return DType::bf16;
+  if (s.dtype == "F16") return DType::f16;
+  throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16 and BF16)", where, s.dtype));
+}
+
+uint16_t bits16(const StoredTensor& s, size_t i) {
+  uint16_t bits;
+  std::memcpy(&bits, s.bytes.data() + 2 * i, 2);  // little-endian, as both formats store it
+  return bits;
+}
+
+float f32_at(const StoredTensor& s, size_t i) {
+  float v;
+  std::memcpy(&v, s.bytes.data() + 4 * i, 4);
+  return v;
+}
+
+float widen16(DType from, uint16_t bits) { return from == DType::bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
+uint16_t narrow16(DType to, float v) { return to == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v); }
+
+// Every value of an F32 tensor is a value of `to` (NaNs aside), so narrowing loses nothing.
+bool narrows_exactly(const StoredTensor& s, DType to) {
+  const size_t n = s.bytes.size() / 4;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = f32_at(s, i);
+    if (!std::isnan(v) && widen16(to, narrow16(to, v)) != v) return false;
   }
-  float (*widen16)(uint16_t) = s.dtype == "BF16" ? bf16_to_f32 : s.dtype == "F16" ? f16_to_f32 : nullptr;
-  if (!widen16)
-    throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16 and BF16)", where, s.dtype));
-  Tensor out(type);  // checks the memory limit
-  auto values = out.as_mut<float>();
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, s.bytes.data() + 2 * i, 2);  // little-endian, as both formats store it
-    values[i] = widen16(bits);
+  return true;
+}
+
+// The tensor in dtype `to`: viewed in place when it is stored so, else converted (widening
+// is exact; narrowing happens only where narrows_exactly said so).
+Tensor take(const CheckpointTensor& t, DType to, const std::string& where) {
+  const StoredTensor& s = t.stored;
+  const DType from = stored_dtype(s, where);
+  TensorType type{to, s.shape};
+  if (from == to) {
+    Tensor view = Tensor::view(type, s.bytes.data(), t.keepalive);
+    return reinterpret_cast<uintptr_t>(s.bytes.data()) % dtype_size(to) == 0 ? view : view.clone();  // aligned loads
+  }
+  Tensor out = Tensor::uninitialized(type);  // checks the memory limit
+  std::byte* y = out.raw_mut().data();
+  const size_t n = size_t(out.elements());
+  if (to == DType::f32) {
+    for (size_t i = 0; i < n; ++i) {
+      const float v = widen16(from, bits16(s, i));
+      std::memcpy(y + 4 * i, &v, 4);
+    }
+  } else if (from == DType::f32) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t bits = narrow16(to, f32_at(s, i));
+      std::memcpy(y + 2 * i, &bits, 2);
+    }
+  } else {
+    throw Error(fmt::format("{}: {} to {} is not an exact conversion", where, dtype_name(from), dtype_name(to)));
   }
   return out;
 }
@@ -51,28 +95,19 @@ std::map<std::string, std::string> name_map(const ModelSpec& spec, const Checkpo
 
 }  // namespace
 
-TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& checkpoint_names,
-                       const std::string& source) {
+TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& checkpoint_names,
+                       const std::string& source, bool widen) {
   // Each layer has nine tensors: this bounds the layout by the checkpoint's size, whatever
   // the metadata claims.
   if (spec.layers > int64_t(tensors.size()))
     throw FormatError(fmt::format("{}: the model has {} layers, but the checkpoint holds only {} tensors", source,
                                   spec.layers, tensors.size()));
   const std::map<std::string, std::string> names = name_map(spec, checkpoint_names);
-  // What the import holds at its peak: the widened copies of 16-bit tensors, and the
-  // safetensors file encoded in memory before it is written (core/safetensors.h).
-  uint64_t peak = 0;
-  for (const WeightInfo& w : weight_layout(spec)) {
-    auto it = tensors.find(names.at(w.name));
-    const uint64_t f32_bytes = checked_mul(uint64_t(element_count(w.shape)), uint64_t{4}, source);
-    peak = checked_add(peak, f32_bytes, source);
-    if (it != tensors.end() && it->second.stored.dtype != "F32") peak = checked_add(peak, f32_bytes, source);
-  }
-  check_memory(peak, fmt::format("{}: importing {} (the f32 weights and the file written from them)", source,
-                                 spec.name));
-  TensorMap out;
-  std::set<std::string> taken;
-  for (const WeightInfo& w : weight_layout(spec)) {
+  // Every weight present, of the right shape and a dtype the importers read, before any is taken.
+  std::vector<std::pair<const WeightInfo*, const CheckpointTensor*>> found;
+  const std::vector<WeightInfo> layout = weight_layout(spec);
+  std::set<DType> dtypes;
+  for (const WeightInfo& w : layout) {
     const std::string& name = names.at(w.name);
     auto it = tensors.find(name);
     if (it == tensors.end())
@@ -82,13 +117,35 @@ TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, 
     if (it->second.stored.shape != w.shape)
       throw FormatError(fmt::format("{}: shape {}, but the model's {} needs {}", where,
                                     shape_str(it->second.stored.shape), w.name, shape_str(w.shape)));
-    out.emplace(w.name, widen(it->second, where));
-    taken.insert(name);
+    dtypes.insert(stored_dtype(it->second.stored, where));
+    found.push_back({&w, &it->second});
   }
   for (const auto& [name, t] : tensors)
-    if (!taken.contains(name))
+    if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == &t; }))
       throw FormatError(fmt::format("{}: tensor '{}' is not a weight of {}; cutcheck would ignore what it does",
                                     t.file, name, spec.summary()));
+  // The dtype kept: the one 16-bit float type the checkpoint stores its weights in, when
+  // its F32 tensors (GGUF keeps norms in F32) hold values of that type only; f32 otherwise.
+  dtypes.erase(DType::f32);
+  spec.dtype = DType::f32;
+  if (!widen && dtypes.size() == 1) {
+    const DType kept = *dtypes.begin();
+    const bool exact = std::all_of(found.begin(), found.end(), [&](const auto& f) {
+      return f.second->stored.dtype != "F32" || narrows_exactly(f.second->stored, kept);
+    });
+    if (exact) spec.dtype = kept;
+  }
+  // What the import holds at its peak: the converted copies; the rest stays mapped.
+  uint64_t peak = 0;
+  for (const auto& [w, t] : found)
+    if (stored_dtype(t->stored, source) != spec.dtype)
+      peak = checked_add(peak, checked_mul(uint64_t(element_count(w->shape)), uint64_t(dtype_size(spec.dtype)), source),
+                         source);
+  check_memory(peak, fmt::format("{}: importing {} (the weights converted to {})", source, spec.name,
+                                 dtype_name(spec.dtype)));
+  TensorMap out;
+  for (const auto& [w, t] : found)
+    out.emplace(w->name, take(*t, spec.dtype, fmt::format("{}: tensor '{}'", t->file, names.at(w->name))));
   return out;
 }
 

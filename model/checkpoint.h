@@ -33,13 +33,16 @@ struct CheckpointNames {
   std::array<std::string, 9> layer;
 };
 
-// Every weight of the spec's layout from the checkpoint tensor `names` gives it,
-// shape checked and widened to f32 (F32 is viewed in place). Throws FormatError naming the
-// file and the checkpoint's tensor for one that is missing, mis-shaped, of another dtype,
-// or left over (a tensor no weight takes may carry semantics cutcheck would drop). A spec
-// with more layers than the checkpoint has tensors is refused before any name is made.
-TensorMap take_weights(const ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& names,
-                       const std::string& source);
+// Every weight of the spec's layout from the checkpoint tensor `names` gives it, shape
+// checked. The weights keep the checkpoint's dtype (viewed in place, never copied) when
+// one 16-bit float type stores them all, F32 tensors beside it (GGUF's norms) narrowed
+// when every value is exact in it; otherwise, or with `widen`, they are widened to f32.
+// Sets spec.dtype to the dtype kept. Throws FormatError naming the file and the
+// checkpoint's tensor for one that is missing, mis-shaped, of another dtype, or left over
+// (a tensor no weight takes may carry semantics cutcheck would drop). A spec with more
+// layers than the checkpoint has tensors is refused before any name is made.
+TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& names,
+                       const std::string& source, bool widen = false);
 
 // Writes DIR/spec.json and DIR/model.safetensors, the folder every import produces.
 void write_imported(const fs::path& dir, const ModelSpec& spec, const TensorMap& weights);

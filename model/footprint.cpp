@@ -56,13 +56,14 @@ Component weights_part(const ModelSpec& s) {
   using F = std::pair<const char*, int64_t>;
   const F V{"vocab", s.vocab}, D{"dim", s.dim}, L{"layers", s.layers}, H{"heads", s.heads}, K{"kv_heads", s.kv_heads},
       E{"head_dim", s.head_dim}, FF{"ffn", s.ffn};
+  const double w = double(dtype_size(s.dtype)) / 4;  // bf16 and f16 weights stay 2 bytes, mapped
   return {"the weights",
-          {{s.tied ? 1.0 : 2.0, {V, D}},  // embedding, and the head when untied
-           {1.0, {D}},                    // final norm
-           {2.0, {L, D}},                 // two norms per layer
-           {2.0, {L, H, E, D}},           // wq, wo
-           {2.0, {L, K, E, D}},           // wk, wv
-           {3.0, {L, FF, D}}}};           // w1, w2, w3
+          {{(s.tied ? 1.0 : 2.0) * w, {V, D}},  // embedding, and the head when untied
+           {1.0 * w, {D}},                      // final norm
+           {2.0 * w, {L, D}},                   // two norms per layer
+           {2.0 * w, {L, H, E, D}},             // wq, wo
+           {2.0 * w, {L, K, E, D}},             // wk, wv
+           {3.0 * w, {L, FF, D}}}};             // w1, w2, w3
 }
 
 std::vector<Component> run_parts(const ModelSpec& s, const Cut& cut) {
@@ -80,7 +81,10 @@ std::vector<Component> run_parts(const ModelSpec& s, const Cut& cut) {
     if (cut.family() == Family::batch) caches.factors.insert(caches.factors.begin(), R);
     parts.push_back({"the kv caches", {caches}});
   }
-  parts.push_back({"the activations", {{3.0, {R, FF}}, {2.0, {R, V}}, {1.0, {R, H, C}}, {8.0, {R, D}}}});
+  Component activations{"the activations", {{3.0, {R, FF}}, {2.0, {R, V}}, {1.0, {R, H, C}}, {8.0, {R, D}}}};
+  // A bf16 or f16 weight is widened to f32 where it is used: the largest is the head's [V, D].
+  if (s.dtype != DType::f32) activations.terms.push_back({1.0, {V, D}});
+  parts.push_back(std::move(activations));
   return parts;
 }
 

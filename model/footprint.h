@@ -11,14 +11,15 @@
 
 namespace cutcheck {
 
-// Bytes of all of the model's weights (f32), as the seeded generator and every loader
-// hold them. Computed in double so that no spec can overflow the estimate.
+// Bytes of all of the model's weights in the spec's dtype, as the seeded generator and
+// every loader hold them. Computed in double so that no spec can overflow the estimate.
 double weight_bytes(const ModelSpec& spec);
 
 // The estimate for one run of `cut`: all weights (every command holds the whole model),
 // the kv caches twice (the input and the updated output), and the activations of the
 // widest step (rows x (3 ffn + 2 vocab + heads x ctx + 8 dim) f32 values, which bounds
-// the attention scores, the SwiGLU hidden values and the logits with room to spare).
+// the attention scores, the SwiGLU hidden values and the logits with room to spare;
+// plus vocab x dim f32 for bf16 and f16 weights, the head widened where it is used).
 double run_bytes(const ModelSpec& spec, const Cut& cut);
 
 // Throws LimitError, prefixed by `source`, when the weights alone exceed the limit,

@@ -397,22 +397,22 @@ const CheckpointNames gguf_names = {"token_embd.weight",
 }  // namespace
 
 ImportedModel read_gguf(std::span<const std::byte> bytes, const std::string& source,
-                        std::shared_ptr<const void> keepalive) {
+                        std::shared_ptr<const void> keepalive, bool widen) {
   GgufFile file = parse_gguf(bytes, source, std::move(keepalive));
   ImportedModel m;
   m.spec = gguf_spec(file, source);
-  m.weights = take_weights(m.spec, file.tensors, gguf_names, source);
+  m.weights = take_weights(m.spec, file.tensors, gguf_names, source, widen);
   return m;
 }
 
-ImportedModel read_gguf(const fs::path& path) {
+ImportedModel read_gguf(const fs::path& path, bool widen) {
   auto mapped = MappedFile::open(path);
   std::span<const std::byte> bytes = mapped->bytes();
-  return read_gguf(bytes, path.string(), std::move(mapped));
+  return read_gguf(bytes, path.string(), std::move(mapped), widen);
 }
 
-void import_gguf(const fs::path& file, const fs::path& out) {
-  ImportedModel m = read_gguf(file);
+void import_gguf(const fs::path& file, const fs::path& out, bool widen) {
+  ImportedModel m = read_gguf(file, widen);
   write_imported(out, m.spec, m.weights);
 }
 

@@ -41,11 +41,12 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source,
 // The spec the metadata describes (architecture `llama`).
 ModelSpec gguf_spec(const GgufFile& file, const std::string& source);
 
+// The weights keep the checkpoint's dtype unless `widen` (take_weights).
 ImportedModel read_gguf(std::span<const std::byte> bytes, const std::string& source,
-                        std::shared_ptr<const void> keepalive);
-ImportedModel read_gguf(const fs::path& path);
+                        std::shared_ptr<const void> keepalive, bool widen = false);
+ImportedModel read_gguf(const fs::path& path, bool widen = false);
 
 // Writes OUT/spec.json and OUT/model.safetensors.
-void import_gguf(const fs::path& file, const fs::path& out);
+void import_gguf(const fs::path& file, const fs::path& out, bool widen = false);
 
 }  // namespace cutcheck

@@ -206,21 +206,21 @@ const CheckpointNames hf_names = {
      "mlp.up_proj.weight"}};
 
 ImportedModel read_hf(const Json& config, const std::string& config_source, CheckpointTensors tensors,
-                      const std::string& tensors_source) {
+                      const std::string& tensors_source, bool widen) {
   ImportedModel m;
   m.spec = hf_spec(config, config_source);
   drop_redundant(tensors, m.spec);
-  m.weights = take_weights(m.spec, tensors, hf_names, tensors_source);
+  m.weights = take_weights(m.spec, tensors, hf_names, tensors_source, widen);
   return m;
 }
 
-ImportedModel read_hf(const fs::path& dir) {
+ImportedModel read_hf(const fs::path& dir, bool widen) {
   const fs::path config_path = dir / "config.json";
   const Json config = parse_json(read_file(config_path, uint64_t{1} << 20), config_path.string());
   hf_spec(config, config_path.string());  // a refused config before any tensor is read
   const fs::path index_path = dir / "model.safetensors.index.json", single = dir / "model.safetensors";
   std::error_code ec;
-  if (fs::exists(index_path, ec)) return read_hf(config, config_path.string(), read_shards(dir, index_path), index_path.string());
+  if (fs::exists(index_path, ec)) return read_hf(config, config_path.string(), read_shards(dir, index_path), index_path.string(), widen);
   if (!fs::exists(single, ec))
     throw FormatError(fmt::format("'{}' has neither model.safetensors nor model.safetensors.index.json (pickled "
                                   "pytorch_model.bin checkpoints are not read)",
@@ -229,14 +229,14 @@ ImportedModel read_hf(const fs::path& dir) {
   CheckpointTensors tensors;
   for (const auto& [name, stored] : index_safetensors(mapped->bytes(), single.string()).tensors)
     tensors.emplace(name, stored_in(single, stored, mapped));
-  return read_hf(config, config_path.string(), std::move(tensors), single.string());
+  return read_hf(config, config_path.string(), std::move(tensors), single.string(), widen);
 }
 
-void import_hf(const fs::path& dir, const fs::path& out) {
+void import_hf(const fs::path& dir, const fs::path& out, bool widen) {
   std::error_code ec;
   if (fs::equivalent(dir, out, ec))  // the output's model.safetensors would replace the checkpoint's
     throw IoError(fmt::format("'{}' is the checkpoint's own folder; write the import elsewhere", out.string()));
-  ImportedModel m = read_hf(dir);
+  ImportedModel m = read_hf(dir, widen);
   write_imported(out, m.spec, m.weights);
 }
 

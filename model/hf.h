@@ -11,7 +11,7 @@ namespace cutcheck {
 
 struct ImportedModel {
   ModelSpec spec;
-  TensorMap weights;  // by cutcheck's names (model/weights.h), f32
+  TensorMap weights;  // by cutcheck's names (model/weights.h), in spec.dtype
 };
 
 // The spec config.json describes. Throws FormatError naming `source` and the key for an
@@ -21,13 +21,14 @@ ModelSpec hf_spec(const Json& config, const std::string& source);
 
 // The model from a config and the tensors of every shard; `tensors_source` (the
 // safetensors file or the shard index) is named for a missing tensor.
+// The weights keep the checkpoint's dtype unless `widen` (take_weights).
 ImportedModel read_hf(const Json& config, const std::string& config_source, CheckpointTensors tensors,
-                      const std::string& tensors_source);
+                      const std::string& tensors_source, bool widen = false);
 
 // Reads DIR/config.json and DIR/model.safetensors.index.json's shards, or DIR/model.safetensors.
-ImportedModel read_hf(const fs::path& dir);
+ImportedModel read_hf(const fs::path& dir, bool widen = false);
 
 // Writes OUT/spec.json and OUT/model.safetensors.
-void import_hf(const fs::path& dir, const fs::path& out);
+void import_hf(const fs::path& dir, const fs::path& out, bool widen = false);
 
 }  // namespace cutcheck

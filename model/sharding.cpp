@@ -59,18 +59,20 @@ namespace {
 // Rows [first, first + count) of a 2-D tensor.
 Tensor take_rows(const Tensor& t, int64_t first, int64_t count) {
   const int64_t cols = t.shape()[1];
-  Tensor out({DType::f32, {count, cols}});
-  std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(first * cols) * 4, size_t(count * cols) * 4);
+  const size_t w = dtype_size(t.dtype());
+  Tensor out({t.dtype(), {count, cols}});
+  std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(first * cols) * w, size_t(count * cols) * w);
   return out;
 }
 
 // Columns [first, first + count) of a 2-D tensor.
 Tensor take_columns(const Tensor& t, int64_t first, int64_t count) {
   const int64_t rows = t.shape()[0], cols = t.shape()[1];
-  Tensor out({DType::f32, {rows, count}});
+  const size_t w = dtype_size(t.dtype());
+  Tensor out({t.dtype(), {rows, count}});
   for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(out.raw_mut().data() + size_t(r * count) * 4, t.raw().data() + size_t(r * cols + first) * 4,
-                size_t(count) * 4);
+    std::memcpy(out.raw_mut().data() + size_t(r * count) * w, t.raw().data() + size_t(r * cols + first) * w,
+                size_t(count) * w);
   return out;
 }
 

@@ -34,28 +34,33 @@ void ModelSpec::validate() const {
     throw SpecError(fmt::format("spec '{}': norm_eps must be a positive finite number, got {}", name, norm_eps));
   if (!std::isfinite(rope_theta) || rope_theta <= 0)
     throw SpecError(fmt::format("spec '{}': rope_theta must be a positive finite number, got {}", name, rope_theta));
+  if (dtype != DType::f32 && !is_half(dtype))
+    throw SpecError(fmt::format("spec '{}': dtype must be f32, bf16 or f16, got {}", name, dtype_name(dtype)));
 }
 
 std::string ModelSpec::summary() const {
   return fmt::format("{}: vocab={} dim={} layers={} heads={} kv_heads={} head_dim={} ffn={} norm_eps={} "
                      "rope_theta={} rope_style={} tied={}",
                      name, vocab, dim, layers, heads, kv_heads, head_dim, ffn, norm_eps, rope_theta,
-                     rope_style_name(rope_style), tied);
+                     rope_style_name(rope_style), tied) +
+         (dtype == DType::f32 ? "" : fmt::format(" dtype={}", dtype_name(dtype)));
 }
 
 Json ModelSpec::to_json() const {
-  return Json{{"name", name},         {"vocab", vocab},
+  Json json{{"name", name},         {"vocab", vocab},
               {"dim", dim},           {"layers", layers},
               {"heads", heads},       {"kv_heads", kv_heads},
               {"head_dim", head_dim}, {"ffn", ffn},
               {"norm_eps", norm_eps}, {"rope_theta", rope_theta},
               {"rope_style", rope_style_name(rope_style)}, {"tied", tied}};
+  if (dtype != DType::f32) json["dtype"] = dtype_name(dtype);  // absent means f32, as in files written before it
+  return json;
 }
 
 ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: a spec must be a JSON object", source));
   static const char* known[] = {"name", "vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
-                                "ffn", "norm_eps", "rope_theta", "rope_style", "tied"};
+                                "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype"};
   for (auto it = json.begin(); it != json.end(); ++it) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) ==
         std::end(known))
@@ -77,6 +82,11 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   else if (style == "half") spec.rope_style = RopeStyle::half;
   else throw FormatError(fmt::format("{}: field 'rope_style' must be \"interleaved\" or \"half\", got \"{}\"", source, style));
   spec.tied = json_bool(json, "tied", source);
+  if (json.contains("dtype")) {
+    const std::string dtype = json_string(json, "dtype", source);
+    if (!parse_dtype(dtype, spec.dtype) || (spec.dtype != DType::f32 && !is_half(spec.dtype)))
+      throw FormatError(fmt::format("{}: field 'dtype' must be \"f32\", \"bf16\" or \"f16\", got \"{}\"", source, dtype));
+  }
   try {
     spec.validate();
   } catch (const SpecError& e) {
@@ -102,6 +112,11 @@ const std::vector<Builtin>& builtins() {
     s.head_dim = head_dim, s.ffn = ffn, s.rope_theta = theta, s.rope_style = style, s.tied = tied;
     return s;
   };
+  auto in_bf16 = [](ModelSpec s, double norm_eps) {
+    s.dtype = DType::bf16;
+    s.norm_eps = norm_eps;
+    return s;
+  };
   static const std::vector<Builtin> table = {
       {"small enough for thousands of cases per second",
        make("tiny", 32, 16, 2, 4, 2, 4, 24, 10000, RopeStyle::interleaved, true)},
@@ -111,6 +126,14 @@ const std::vector<Builtin>& builtins() {
        make("bench512", 8000, 512, 8, 8, 4, 64, 1376, 10000, RopeStyle::interleaved, true)},
       {"the shapes of Llama 3.2 1B (Hugging Face rotary layout)",
        make("llama1b", 32000, 2048, 16, 32, 8, 64, 8192, 500000, RopeStyle::half, true)},
+      // Today's common sizes as their checkpoints ship them: bf16, Hugging Face's rotary
+      // layout. The shapes only: docs/checkpoints.md lists what the real models add.
+      {"Llama 3.2 1B's shapes in bf16 (2.5 GB of weights)",
+       in_bf16(make("llama3-1b", 128256, 2048, 16, 32, 8, 64, 8192, 500000, RopeStyle::half, true), 1e-5)},
+      {"Llama 3.1 8B's shapes in bf16 (16 GB of weights)",
+       in_bf16(make("llama3-8b", 128256, 4096, 32, 32, 8, 128, 14336, 500000, RopeStyle::half, false), 1e-5)},
+      {"Qwen3 0.6B's shapes in bf16 (head_dim 128 apart from dim / heads)",
+       in_bf16(make("qwen3-0.6b", 151936, 1024, 28, 16, 8, 128, 3072, 1000000, RopeStyle::half, true), 1e-6)},
   };
   return table;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "core/tensor.h"
 
 namespace cutcheck {
 
@@ -27,6 +28,9 @@ struct ModelSpec {
   double rope_theta = 10000.0;
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied = true;  // the head reuses the token embedding
+  // The weights' element type: f32, or bf16 / f16 as checkpoints store them. Programs
+  // declare weights in it and widen them to f32 where they are used (docs/language.md).
+  DType dtype = DType::f32;
 
   int64_t group() const { return heads / kv_heads; }  // query heads per kv head
   int64_t q_width() const { return heads * head_dim; }

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/random.h"
 #include "core/safetensors.h"
 
@@ -51,31 +54,85 @@ bool is_norm(const std::string& name) {
   return name == weight::final_norm() || name.ends_with("_norm");
 }
 
+// The seeded values of one weight, in order, stored in the spec's dtype (bf16 and f16
+// round the f32 values to nearest); each depends only on (seed, name).
+class SeededValues {
+ public:
+  SeededValues(const ModelSpec& spec, const WeightInfo& w, uint64_t seed)
+      : dtype_(spec.dtype), norm_(is_norm(w.name)), rng_{seed ^ fnv1a(w.name)} {
+    // Half-width a of a uniform [-a, a] with standard deviation sd: a = sqrt(3) sd.
+    double sd = 1.0 / std::sqrt(double(w.shape.back()));
+    if (w.name.ends_with(".wo") || w.name.ends_with(".w2")) sd *= 1.0 / std::sqrt(2.0 * double(spec.layers));
+    half_width_ = float(std::sqrt(3.0) * sd);
+  }
+
+  // Fills `out` with the next out.size() / element-size values.
+  void fill(std::span<std::byte> out) {
+    const size_t n = out.size() / dtype_size(dtype_);
+    for (size_t i = 0; i < n; ++i) {
+      const float v = norm_ ? 1.0f + 0.5f * rng_.symmetric() : half_width_ * rng_.symmetric();
+      if (dtype_ == DType::f32) {
+        std::memcpy(out.data() + 4 * i, &v, 4);
+      } else {
+        const uint16_t bits = dtype_ == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+        std::memcpy(out.data() + 2 * i, &bits, 2);
+      }
+    }
+  }
+
+ private:
+  DType dtype_;
+  bool norm_;
+  SplitMix64 rng_;
+  float half_width_ = 0;
+};
+
+Metadata weights_metadata(const ModelSpec& spec) {
+  return {{"format", "cutcheck-weights"}, {"spec", spec.to_json().dump()}};
+}
+
 }  // namespace
 
 TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
   spec.validate();
-  const double residual = 1.0 / std::sqrt(2.0 * double(spec.layers));
   TensorMap out;
   for (const WeightInfo& w : weight_layout(spec)) {
-    // Half-width a of a uniform [-a, a] with standard deviation sd: a = sqrt(3) sd.
-    double fan_in = double(w.shape.back());
-    double sd = 1.0 / std::sqrt(fan_in);
-    if (w.name.ends_with(".wo") || w.name.ends_with(".w2")) sd *= residual;
-    Tensor t({DType::f32, w.shape});
-    SplitMix64 rng{seed ^ fnv1a(w.name)};
-    float half_width = float(std::sqrt(3.0) * sd);
-    for (float& v : t.as_mut<float>()) v = is_norm(w.name) ? 1.0f + 0.5f * rng.symmetric() : half_width * rng.symmetric();
+    Tensor t({spec.dtype, w.shape});
+    SeededValues(spec, w, seed).fill(t.raw_mut());
     out.emplace(w.name, std::move(t));
   }
   return out;
+}
+
+void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed) {
+  spec.validate();
+  std::map<std::string, WeightInfo> layout;  // the file's order: by name
+  std::map<std::string, TensorType> types;
+  for (const WeightInfo& w : weight_layout(spec)) {
+    layout.emplace(w.name, w);
+    types.emplace(w.name, TensorType{spec.dtype, w.shape});
+  }
+  const std::string header = encode_safetensors_header(types, weights_metadata(spec));
+  write_file_atomic(weights_file(dir), [&](const FileSink& write) {
+    write(std::as_bytes(std::span(header.data(), header.size())));
+    std::vector<std::byte> chunk(size_t{1} << 22);  // 4 MiB at a time: no tensor is ever whole in memory
+    for (const auto& [name, w] : layout) {
+      SeededValues values(spec, w, seed);
+      for (uint64_t left = types.at(name).bytes(); left > 0;) {
+        const size_t n = size_t(std::min<uint64_t>(left, chunk.size()));
+        values.fill({chunk.data(), n});
+        write({chunk.data(), n});
+        left -= n;
+      }
+    }
+  });
 }
 
 fs::path weights_file(const fs::path& dir) { return dir / "model.safetensors"; }
 
 void write_weights(const fs::path& dir, const TensorMap& weights, const ModelSpec& spec) {
   check_weights(weights, spec, "weights to write");
-  write_safetensors(weights_file(dir), weights, {{"format", "cutcheck-weights"}, {"spec", spec.to_json().dump()}});
+  write_safetensors(weights_file(dir), weights, weights_metadata(spec));
 }
 
 void check_weights(const TensorMap& weights, const ModelSpec& spec, const std::string& source) {
@@ -83,7 +140,7 @@ void check_weights(const TensorMap& weights, const ModelSpec& spec, const std::s
     auto it = weights.find(w.name);
     if (it == weights.end())
       throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", source, w.name, spec.name));
-    TensorType want{DType::f32, w.shape};
+    TensorType want{spec.dtype, w.shape};
     if (it->second.type() != want)
       throw FormatError(fmt::format("{}: weight '{}' is {}, the spec needs {}", source, w.name,
                                     it->second.type().str(), want.str()));

@@ -39,7 +39,12 @@ std::vector<WeightInfo> weight_layout(const ModelSpec& spec);
 // are uniform with the spread of a standard initialisation: projections 1/sqrt(fan_in),
 // the residual outputs (wo, w2) further by 1/sqrt(2 layers) so activations stay near
 // unit scale however deep the model is, norm gains in [0.5, 1.5].
+// Weights are in the spec's dtype: bf16 and f16 round those values to nearest.
 TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
+// Writes the same weights to DIR/model.safetensors piece by piece, the same bytes as
+// write_weights(dir, synthetic_weights(spec, seed), spec) without holding any tensor
+// whole: an 8B model in bf16 takes its 16 GB on disk and a few MiB of memory.
+void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed);
 
 // A weights folder holds model.safetensors, and spec.json when it came from an import.
 fs::path weights_file(const fs::path& dir);

@@ -32,11 +32,13 @@ int onnx_type(DType d) {
   switch (d) {
     case DType::f32: return ox::TensorProto::FLOAT;
     case DType::i32: return ox::TensorProto::INT32;
+    case DType::bf16: return ox::TensorProto::BFLOAT16;
+    case DType::f16: return ox::TensorProto::FLOAT16;
     default: return ox::TensorProto::BOOL;
   }
 }
 
-std::string dtype_word(DType d) { return d == DType::f32 ? "f32" : d == DType::i32 ? "i32" : "i1"; }
+std::string dtype_word(DType d) { return std::string(dtype_name(d)); }
 
 // The ONNX name of a program value: '%' keeps it apart from the output names.
 std::string value_name(const Program& p, ValueId v) { return "%" + p.name(v); }
@@ -293,7 +295,8 @@ class Lowering {
     const DType from = type(op.operands[0]).dtype, to = t.dtype;
     const std::string x = in(op, 0);
     if (from == to) return g_.op("Identity", {x});
-    if (from != DType::f32) return g_.cast(x, onnx_type(to));
+    // Widening a bf16 or f16 weight is exact; narrowing to one rounds to nearest even.
+    if (from != DType::f32 || is_half(to)) return g_.cast(x, onnx_type(to));
     const std::string big = g_.f32(2147483648.0f), small = g_.f32(-2147483648.0f);
     const std::string high = g_.op("GreaterOrEqual", {x, big}), low = g_.op("Less", {x, small});
     const std::string outside = g_.op("Or", {g_.op("Or", {g_.op("IsNaN", {x}), high}), low});

@@ -4,9 +4,14 @@ namespace cutcheck {
 
 std::vector<bool> activations(const Program& program) {
   std::vector<bool> out(program.values.size(), false);
-  for (const InputDecl& in : program.inputs) out[size_t(in.value)] = program.type(in.value).dtype == DType::f32;
-  for (const WeightDecl& w : program.weights) out[size_t(w.value)] = program.type(w.value).dtype == DType::f32;
-  std::vector<bool> data = out;  // computed from an f32 input or weight, of any type
+  std::vector<bool> data(program.values.size(), false);  // computed from a float input or weight, of any type
+  auto leaf = [&](ValueId v) {
+    const DType d = program.type(v).dtype;
+    out[size_t(v)] = d == DType::f32;
+    data[size_t(v)] = d == DType::f32 || is_half(d);  // a bf16 weight widened to f32 is an activation too
+  };
+  for (const InputDecl& in : program.inputs) leaf(in.value);
+  for (const WeightDecl& w : program.weights) leaf(w.value);
   for (const Operation& op : program.ops)
     for (ValueId v : op.operands)
       if (data[size_t(v)]) data[size_t(op.result)] = true;

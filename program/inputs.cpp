@@ -8,6 +8,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "core/random.h"
 
 namespace cutcheck {
@@ -42,6 +43,10 @@ TensorMap random_inputs(const Program& program, uint64_t seed) {
     Tensor t(program.type(in.value));
     if (t.dtype() == DType::f32) {
       for (float& v : t.as_mut<float>()) v = rng.symmetric();
+    } else if (is_half(t.dtype())) {
+      auto* bits = reinterpret_cast<uint16_t*>(t.raw_mut().data());
+      for (int64_t i = 0; i < t.elements(); ++i)
+        bits[i] = t.dtype() == DType::bf16 ? f32_to_bf16(rng.symmetric()) : f32_to_f16(rng.symmetric());
     } else {
       // The declared range, within what an i32 can hold.
       const int64_t lo = std::max<int64_t>(in.range ? in.range->first : -1000, INT32_MIN);

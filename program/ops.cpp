@@ -120,7 +120,14 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
       return *stated;
     }
     case K::convert:
-      if (!is_numeric(stated->dtype)) fail(op, fmt::format("result must be f32 or i32, got {}", stated->str()));
+      // bf16 and f16 convert to and from f32 only: f32 is where every computation happens.
+      if (is_half(in[0]->dtype) || is_half(stated->dtype)) {
+        const DType other = is_half(in[0]->dtype) ? stated->dtype : in[0]->dtype;
+        if (other != DType::f32 && other != in[0]->dtype)
+          fail(op, fmt::format("bf16 and f16 convert to and from f32 only, not {} to {}", in[0]->str(), stated->str()));
+      } else if (!is_numeric(stated->dtype)) {
+        fail(op, fmt::format("result must be f32, i32, bf16 or f16, got {}", stated->str()));
+      }
       if (in[0]->shape != stated->shape)
         fail(op, fmt::format("result {} must have the operand's shape {}", stated->str(), shape_str(in[0]->shape)));
       return *stated;

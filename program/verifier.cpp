@@ -26,12 +26,13 @@ class Verifier {
       if (in.range && (in.range->first < INT32_MIN || in.range->second > INT32_MAX || in.range->first > in.range->second))
         fail(in.loc, fmt::format("input %{}: range [{}, {}] is not a non-empty range of i32 values", p_.name(in.value),
                                  in.range->first, in.range->second));
-      if (t.dtype == DType::i1) fail(in.loc, fmt::format("input %{}: inputs are f32 or i32", p_.name(in.value)));
+      if (t.dtype == DType::i1) fail(in.loc, fmt::format("input %{}: inputs are f32, i32, bf16 or f16", p_.name(in.value)));
     }
     for (const WeightDecl& w : p_.weights) {
       define(w.value, w.loc);
-      if (p_.type(w.value).dtype != DType::f32)
-        fail(w.loc, fmt::format("weight %{}: weights are f32, got {}", p_.name(w.value), p_.type(w.value).str()));
+      const DType d = p_.type(w.value).dtype;
+      if (d != DType::f32 && !is_half(d))
+        fail(w.loc, fmt::format("weight %{}: weights are f32, bf16 or f16, got {}", p_.name(w.value), p_.type(w.value).str()));
     }
     uint64_t bytes = 0;
     for (const Operation& op : p_.ops) {

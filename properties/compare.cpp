@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/half.h"
 #include "model/signature.h"
 
 namespace cutcheck {
@@ -20,6 +21,12 @@ std::string element_str(const Tensor& t, size_t i) {
     }
     case DType::i32: return fmt::format("{}", t.as<int32_t>()[i]);
     case DType::i1: return fmt::format("{}", int(t.as<uint8_t>()[i]));
+    case DType::bf16:
+    case DType::f16: {
+      uint16_t bits;
+      std::memcpy(&bits, t.raw().data() + 2 * i, 2);
+      return fmt::format("{} (0x{:04x})", t.dtype() == DType::bf16 ? bf16_to_f32(bits) : f16_to_f32(bits), bits);
+    }
   }
   return "?";
 }

@@ -23,18 +23,49 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
   }
   KernelThreads threads(options_.threads);
   for (const Operation& op : program_.ops) {
-    Step step{&op, options_.kernels ? options_.kernels(op.kind) : kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
+    Step step{&op, options_.kernels ? options_.kernels(op.kind) : kernel_for(op.kind), {}, &slots_[size_t(op.result)], {}};
     for (ValueId v : op.operands) step.operands.push_back(&slots_[size_t(v)]);
-    *step.result = Tensor(program_.type(op.result));
     // Ops that read nothing give the same value on every run: compute them now.
-    if (op.operands.empty()) finish(step);
-    else steps_.push_back(std::move(step));
+    if (op.operands.empty()) {
+      *step.result = Tensor(program_.type(op.result));
+      finish(step);
+    } else {
+      if (options_.keep_values) *step.result = Tensor(program_.type(op.result));
+      steps_.push_back(std::move(step));
+    }
+  }
+  if (!options_.keep_values) {
+    // Each run computes into fresh buffers; an intermediate is released by the last step
+    // that reads it; outputs stay, and are handed over.
+    fresh_.assign(program_.values.size(), false);
+    for (const Step& step : steps_) fresh_[size_t(step.op->result)] = true;
+    std::vector<bool> transient = fresh_;
+    for (const OutputDecl& o : program_.outputs) transient[size_t(o.value)] = false;
+    std::vector<Step*> last(program_.values.size(), nullptr);
+    for (Step& step : steps_)
+      for (ValueId v : step.op->operands) last[size_t(v)] = &step;
+    for (size_t v = 0; v < last.size(); ++v)
+      if (transient[v] && last[v]) last[v]->last_read.push_back(&slots_[v]);
   }
 }
 
+const Tensor& Executable::value(ValueId id) const {
+  const Tensor& t = slots_.at(size_t(id));
+  if (t.type() != program_.type(id) || t.elements() != t.type().elements())
+    throw Error(fmt::format("{}: value %{} is not kept (RunOptions::keep_values is off)", program_.label, program_.name(id)));
+  return t;
+}
+
 void Executable::finish(Step& step) const {
+  // A fresh buffer each run: outputs() handed out the last one.
+  if (!options_.keep_values && !step.op->operands.empty()) *step.result = Tensor(program_.type(step.op->result));
   step.kernel(*step.op, step.operands, *step.result);
   if (options_.store && activation_[size_t(step.op->result)]) options_.store(*step.result);
+  release(step);
+}
+
+void Executable::release(Step& step) const {
+  for (Tensor* t : step.last_read) *t = Tensor();
 }
 
 Tensor Executable::stored(ValueId v, const Tensor& t) const {
@@ -52,12 +83,13 @@ void Executable::bind(const TensorMap& inputs) {
 }
 
 size_t Executable::advance() {
-  if (at_collective_) ++next_;  // the collective we stopped at has been carried out
+  if (at_collective_) release(steps_[next_++]);  // the collective we stopped at has been carried out
   at_collective_ = false;
   KernelThreads threads(options_.threads);
   while (next_ < steps_.size()) {
     Step& step = steps_[next_];
     if (!step.kernel) {
+      if (!options_.keep_values) *step.result = Tensor(program_.type(step.op->result));
       at_collective_ = true;
       return size_t(step.op - program_.ops.data());
     }
@@ -72,7 +104,10 @@ Tensor& Executable::collective_result() { return *steps_.at(next_).result; }
 
 TensorMap Executable::outputs() const {
   TensorMap out;
-  for (const OutputDecl& o : program_.outputs) out.emplace(o.name, slots_[size_t(o.value)].clone());
+  // Kept values are overwritten by the next run: copies. Otherwise the next run computes
+  // into fresh buffers, so the outputs are handed over as they are.
+  for (const OutputDecl& o : program_.outputs)
+    out.emplace(o.name, fresh_.empty() || !fresh_[size_t(o.value)] ? slots_[size_t(o.value)].clone() : slots_[size_t(o.value)]);
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The reference interpreter. A verified program is planned once: weights bound (mapped,
-// not copied), every result buffer allocated, values from nothing computed; then each
-// run checks the inputs and executes the ops in order, one kernel each (kernels.h).
+// not copied), every result buffer allocated (or, without RunOptions::keep_values, each
+// allocated when its op runs and released after its last reader), values from nothing
+// computed; then each run checks the inputs and executes the ops in order, one kernel
+// each (kernels.h).
 #pragma once
 
 #include <string>
@@ -22,6 +24,11 @@ struct RunOptions {
   // it is bound, each op result as it is computed. Empty in the reference (f32 as
   // computed); a variant computing in bf16 rounds here (harness/variants.h).
   std::function<void(Tensor&)> store;
+  // Keep every value until the next run (value() reads them; the error-bound pass needs
+  // them). false: allocate each intermediate when its op runs and release it after its
+  // last reader, so memory holds the weights, the inputs and the live values only: a
+  // bf16 weight widened to f32 exists while its dot_general runs (cutcheck run, generate).
+  bool keep_values = true;
 };
 
 class Executable {
@@ -32,9 +39,10 @@ class Executable {
   Executable(const Executable&) = delete;
 
   const Program& program() const { return program_; }
-  // A value as the last run left it: every value of the program is kept until the next
-  // run (the error-bound pass reads them all).
-  const Tensor& value(ValueId id) const { return slots_.at(size_t(id)); }
+  // A value as the last run left it: with keep_values every value of the program is kept
+  // until the next run (the error-bound pass reads them all); without it only the weights,
+  // inputs, outputs and values from nothing are.
+  const Tensor& value(ValueId id) const;
 
   // Runs the whole program. Throws InputError when an input is missing, unknown,
   // mis-typed, or outside its declared range.
@@ -57,9 +65,11 @@ class Executable {
     Kernel kernel;  // nullptr for collectives
     std::vector<const Tensor*> operands;
     Tensor* result;
+    std::vector<Tensor*> last_read;  // without keep_values: intermediates no later step reads
   };
 
   void finish(Step& step) const;
+  void release(Step& step) const;
   Tensor stored(ValueId v, const Tensor& t) const;  // a leaf as options_.store keeps it
 
   Program program_;
@@ -67,6 +77,7 @@ class Executable {
   std::vector<Tensor> slots_;  // one per value; never resized after planning
   std::vector<Step> steps_;
   std::vector<bool> activation_;  // per value, when options_.store is set
+  std::vector<bool> fresh_;       // per value, without keep_values: computed into a new buffer each run
   size_t next_ = 0;
   bool at_collective_ = false;  // advance() stopped at steps_[next_], a collective
 };

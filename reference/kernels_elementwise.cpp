@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "reference/ieee.h"
 #include "reference/kernels.h"
 
@@ -78,6 +79,14 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
     auto x = a.as<int32_t>();
     auto y = out.as_mut<float>();
     for (size_t i = 0; i < y.size(); ++i) y[i] = float(x[i]);  // round to nearest
+  } else if (is_half(from)) {  // exact: every bf16 and f16 value is an f32
+    auto y = out.as_mut<float>();
+    const auto* x = reinterpret_cast<const uint16_t*>(a.raw().data());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = from == DType::bf16 ? bf16_to_f32(x[i]) : f16_to_f32(x[i]);
+  } else if (is_half(to)) {  // rounds to nearest, ties to even
+    auto x = a.as<float>();
+    auto* y = reinterpret_cast<uint16_t*>(out.raw_mut().data());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = to == DType::bf16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
   } else if (from == DType::i1) {
     auto x = a.as<uint8_t>();
     if (to == DType::f32)
@@ -201,6 +210,7 @@ void select_bits(std::span<const uint8_t> pred, const Tensor& on_true, const Ten
 void eval_select(const Operation&, Operands in, Tensor& out) {
   // result[i] = pred[i] ? on_true[i] : on_false[i]
   if (dtype_size(out.dtype()) == 4) select_bits<uint32_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);
+  else if (dtype_size(out.dtype()) == 2) select_bits<uint16_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);
   else select_bits<uint8_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);
 }
 

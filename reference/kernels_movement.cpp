@@ -42,6 +42,7 @@ void copy_elements(std::byte* dst_bytes, const Index& dst_strides, const std::by
 void copy_elements(size_t width, std::byte* dst, const Index& dst_strides, const std::byte* src,
                    const Index& src_strides, const Shape& shape) {
   if (width == 4) copy_elements<uint32_t>(dst, dst_strides, src, src_strides, shape);
+  else if (width == 2) copy_elements<uint16_t>(dst, dst_strides, src, src_strides, shape);
   else copy_elements<uint8_t>(dst, dst_strides, src, src_strides, shape);
 }
 

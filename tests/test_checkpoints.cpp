@@ -160,14 +160,53 @@ TEST(ImportHf, StoriesInBf16StaysWithinTheBf16BoundOfF32) {
   std::printf("bf16 import: worst headroom against the f32 import's bf16 bound %.3g; greedy tokens equal to "
               "llama2.c's for the first %td of 64\n", worst, same);
   RecordProperty("bf16_worst_headroom", std::to_string(worst));
-  // The rounded weights differ, and by bf16 rounding only.
-  const auto a = exact.weights.at(weight::wq(0)).as<float>(), b = rounded.weights.at(weight::wq(0)).as<float>();
+  // The weights stay bf16, viewed in the file; widened (--widen) they are those values in f32,
+  // which differ from the f32 import's by bf16 rounding only.
+  EXPECT_EQ(rounded.spec.dtype, DType::bf16);
+  EXPECT_EQ(exact.spec.dtype, DType::f32);
+  const ImportedModel wide = read_hf(bf16_dir, true);
+  EXPECT_EQ(wide.spec.dtype, DType::f32);
+  const Tensor& stored = rounded.weights.at(weight::wq(0));
+  ASSERT_EQ(stored.dtype(), DType::bf16);
+  const auto* bits = reinterpret_cast<const uint16_t*>(stored.raw().data());
+  const auto a = exact.weights.at(weight::wq(0)).as<float>(), b = wide.weights.at(weight::wq(0)).as<float>();
   bool differs = false;
   for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(b[i], bf16_to_f32(bits[i])) << i;
     differs = differs || a[i] != b[i];
     EXPECT_LE(std::abs(a[i] - b[i]), std::abs(a[i]) * 0x1p-8f) << i;
   }
   EXPECT_TRUE(differs);
+  // Kept in bf16 or widened, the model computes the same bits (widening is exact).
+  const Cut cut = Cut::prefill(8, 8);
+  TensorMap inputs;
+  for (const Port& port : signature(cut, s.spec).inputs) inputs.emplace(port.name, Tensor(port.type));
+  inputs["tokens"] = Tensor::of_i32({8}, std::vector<int32_t>(s.sequence.begin(), s.sequence.begin() + 8));
+  ReferenceRunner kept(rounded.spec, rounded.weights), widened(wide.spec, wide.weights);
+  const TensorMap x = kept.run(cut, inputs), y = widened.run(cut, inputs);
+  for (const auto& [name, t] : x) EXPECT_TRUE(t.same_bits(y.at(name))) << name;
+}
+
+TEST(ImportGguf, F32NormsBesideBf16MatricesKeepBf16WhenExact) {
+  ModelSpec spec = builtin_spec("tiny");
+  const TensorMap weights = synthetic_weights(spec, 4);
+  auto with_f32_norm = [&](bool exact) {
+    GgufWriter g = GgufWriter::of(spec, weights, Stored::bf16);
+    GgufWriter::TensorInfo& norm = g.tensor("output_norm.weight");  // llama.cpp keeps norms in F32
+    const auto values = weights.at(weight::final_norm()).as<float>();
+    norm.type = 0;
+    norm.data.clear();
+    for (float v : values) {
+      float f = exact ? bf16_to_f32(test::round_to_bf16(v)) : v;
+      norm.data.append(reinterpret_cast<const char*>(&f), 4);
+    }
+    return gguf_model(g, "mixed.gguf");
+  };
+  EXPECT_EQ(with_f32_norm(true).spec.dtype, DType::bf16);
+  EXPECT_EQ(with_f32_norm(true).weights.at(weight::final_norm()).dtype(), DType::bf16);
+  // A value bf16 cannot hold: the whole model is widened rather than rounded.
+  EXPECT_EQ(with_f32_norm(false).spec.dtype, DType::f32);
+  EXPECT_EQ(with_f32_norm(false).weights.at(weight::wq(0)).dtype(), DType::f32);
 }
 
 TEST(ImportGguf, StoriesInF32GeneratesLlama2cTokens) {
@@ -394,21 +433,26 @@ TEST(ImportGguf, AModelOverTheMemoryLimitIsRefusedBeforeWidening) {
   const GgufWriter g = GgufWriter::of(spec, synthetic_weights(spec, 1), Stored::bf16);
   uint64_t f32_bytes = 0;
   for (const WeightInfo& w : weight_layout(spec)) f32_bytes += uint64_t(element_count(w.shape)) * 4;
+  auto import = [&](bool widen) {
+    auto bytes = std::make_shared<std::string>(g.bytes());
+    return read_gguf(std::as_bytes(std::span(bytes->data(), bytes->size())), "big.gguf", bytes, widen);
+  };
   const uint64_t saved = memory_limit();
-  set_memory_limit(2 * f32_bytes - 1);  // widened copies and the encoded file: one byte short
+  set_memory_limit(f32_bytes - 1);  // the widened copies: one byte short
   EXPECT_THROW(
       {
         try {
-          gguf_model(g, "big.gguf");
+          import(true);
         } catch (const LimitError& e) {
-          EXPECT_THAT(e.what(), HasSubstr("big.gguf: importing big (the f32 weights and the file written from them) "
-                                          "needs " + std::to_string(2 * f32_bytes) + " bytes"));
+          EXPECT_THAT(e.what(), HasSubstr("big.gguf: importing big (the weights converted to f32) needs " +
+                                          std::to_string(f32_bytes) + " bytes"));
           throw;
         }
       },
       LimitError);
-  set_memory_limit(2 * f32_bytes);
-  EXPECT_NO_THROW(gguf_model(g, "big.gguf"));
+  EXPECT_EQ(import(false).spec.dtype, DType::bf16);  // kept in bf16: nothing is copied
+  set_memory_limit(f32_bytes);
+  EXPECT_NO_THROW(import(true));
   set_memory_limit(saved);
 }
 

@@ -102,6 +102,7 @@ void add_generate(CLI::App& app) {
     } else if (args->tp == 1) {
       RunOptions run;
       run.threads = args->threads;
+      run.keep_values = false;  // generation reads outputs only
       runner = std::make_unique<ReferenceRunner>(spec, std::move(weights), ProgramEdit{}, run);
     } else {
       if (options.via == Via::automatic) options.via = Via::decode;

@@ -8,18 +8,25 @@
 namespace cutcheck::cli {
 namespace {
 
+// llama2.c checkpoints are f32: nothing to widen.
+void import_llama2c_any(const fs::path& from, const fs::path& out, bool) { import_llama2c(from, out); }
+
 // One import command: a checkpoint in, OUT/spec.json and OUT/model.safetensors out.
 void add_import(CLI::App& app, const std::string& name, const std::string& description, const std::string& what,
-                void (*import)(const fs::path&, const fs::path&)) {
+                void (*import)(const fs::path&, const fs::path&, bool)) {
   struct Args {
     std::string from, out;
+    bool widen = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(name, description);
   cmd->add_option("checkpoint", args->from, what)->required();
   cmd->add_option("--out", args->out, "the weights folder to write")->required();
+  if (import != import_llama2c_any)
+    cmd->add_flag("--widen", args->widen,
+                  "write f32 weights; by default BF16 and F16 weights keep their dtype (docs/checkpoints.md)");
   cmd->callback([args, import] {
-    import(args->from, args->out);
+    import(args->from, args->out, args->widen);
     fmt::print("wrote {0}/spec.json and {0}/model.safetensors\n", args->out);
   });
 }
@@ -28,7 +35,7 @@ void add_import(CLI::App& app, const std::string& name, const std::string& descr
 
 void add_imports(CLI::App& app) {
   add_import(app, "import-llama2c", "import a llama2.c checkpoint as spec.json and model.safetensors",
-             "the llama2.c .bin checkpoint", import_llama2c);
+             "the llama2.c .bin checkpoint", import_llama2c_any);
   add_import(app, "import-hf", "import a Hugging Face Llama or Mistral folder as spec.json and model.safetensors",
              "the folder with config.json and model.safetensors (or model.safetensors.index.json)", import_hf);
   add_import(app, "import-gguf", "import a GGUF file (llama architecture, F32/F16/BF16) as spec.json and "

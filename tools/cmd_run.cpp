@@ -37,6 +37,7 @@ void add_run(CLI::App& app) {
   cmd->callback([args] {
     RunOptions options = args->variant.empty() ? RunOptions{} : find_variant(args->variant).run;
     options.threads = args->threads;
+    options.keep_values = false;  // only the outputs are wanted: memory holds the live values alone
     auto run = [&](const std::string& folder, const std::string& inputs, const std::string& outputs) {
       FolderRun program = args->fault.empty() ? FolderRun::open(folder, options)
                                               : FolderRun::open_with_fault(folder, find_fault(args->fault), options);

@@ -25,10 +25,12 @@ void add_weights(CLI::App& app) {
     ModelSpec spec = load_spec(args->spec);
     for (int64_t tp : args->tp)  // refused before any file is written
       if (auto why = widths_unsplittable(spec, tp)) throw Error(fmt::format("--tp {}: {}", tp, *why));
-    TensorMap weights = synthetic_weights(spec, args->seed);
-    write_weights(args->dir, weights, spec);
+    write_synthetic_weights(args->dir, spec, args->seed);  // streamed: no tensor whole in memory
     write_file_atomic(fs::path(args->dir) / "spec.json", spec.to_json().dump(2) + "\n");
-    for (int64_t tp : args->tp) write_shards(args->dir, weights, spec, tp);
+    if (!args->tp.empty()) {
+      const TensorMap weights = read_weights(args->dir, spec);  // mapped, not copied
+      for (int64_t tp : args->tp) write_shards(args->dir, weights, spec, tp);
+    }
     fmt::print("wrote {} and spec.json for {}\n", weights_file(args->dir).string(), spec.summary());
   });
 }
