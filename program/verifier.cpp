@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <climits>
+#include <algorithm>
 #include <set>
 
 #include "core/checked.h"
@@ -16,6 +17,34 @@ namespace {
 class Verifier {
  public:
   Verifier(const Program& p, const std::string& source) : p_(p), source_(source), defined_(p.values.size(), false) {}
+
+  // The fewest bytes any run needs: the inputs, and the op results alive at once when each
+  // is released after its last reader (weights are mapped, not counted). An interpreter
+  // that keeps every value checks their sum itself (reference/interpreter.cpp).
+  uint64_t live_peak() const {
+    const std::string what = fmt::format("{}: the program's values", source_);
+    std::vector<size_t> last(p_.values.size(), 0);
+    std::vector<bool> released(p_.values.size(), false);  // the results of ops that read something
+    for (size_t i = 0; i < p_.ops.size(); ++i) {
+      for (ValueId v : p_.ops[i].operands) last[size_t(v)] = i;
+      released[size_t(p_.ops[i].result)] = !p_.ops[i].operands.empty();
+    }
+    for (const OutputDecl& o : p_.outputs) released[size_t(o.value)] = false;
+    uint64_t live = 0;
+    for (const InputDecl& in : p_.inputs) live = checked_add(live, p_.type(in.value).bytes(), what);
+    uint64_t peak = live;
+    for (size_t i = 0; i < p_.ops.size(); ++i) {
+      const ValueId r = p_.ops[i].result;
+      live = checked_add(live, p_.type(r).bytes(), what);
+      peak = std::max(peak, live);
+      for (ValueId v : p_.ops[i].operands)
+        if (last[size_t(v)] == i && released[size_t(v)]) {
+          live -= p_.type(v).bytes();
+          released[size_t(v)] = false;  // an operand read twice by this op is released once
+        }
+    }
+    return peak;
+  }
 
   void run() {
     for (const InputDecl& in : p_.inputs) {
@@ -34,7 +63,6 @@ class Verifier {
       if (d != DType::f32 && !is_half(d))
         fail(w.loc, fmt::format("weight %{}: weights are f32, bf16 or f16, got {}", p_.name(w.value), p_.type(w.value).str()));
     }
-    uint64_t bytes = 0;
     for (const Operation& op : p_.ops) {
       std::vector<const TensorType*> operands;
       for (ValueId v : op.operands) {
@@ -50,11 +78,8 @@ class Verifier {
       }
       if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather) check_groups(op);
       define(op.result, op.loc);
-      bytes = checked_add(bytes, p_.type(op.result).bytes(), fmt::format("{}: the program's values", source_));
     }
-    for (const InputDecl& in : p_.inputs)
-      bytes = checked_add(bytes, p_.type(in.value).bytes(), fmt::format("{}: the program's values", source_));
-    check_memory(bytes, fmt::format("{}: the program's values", source_));
+    check_memory(live_peak(), fmt::format("{}: the program's values", source_));
     std::set<std::string> output_names;
     for (const OutputDecl& o : p_.outputs) {
       if (!is_valid_output_name(o.name)) fail(o.loc, fmt::format("output '{}': not a valid name", o.name));

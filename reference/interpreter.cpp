@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/checked.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "program/activations.h"
 #include "program/inputs.h"
 #include "reference/parallel.h"
@@ -20,6 +22,12 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
       throw InputError(fmt::format("weight '{}' is {}, the program declares {}", name, it->second.type().str(),
                                    program_.type(w.value).str()));
     slots_[size_t(w.value)] = stored(w.value, it->second);
+  }
+  if (options_.keep_values) {  // every value at once (the verifier checked the fewest a run needs)
+    uint64_t bytes = 0;
+    for (const Operation& op : program_.ops)
+      bytes = checked_add(bytes, program_.type(op.result).bytes(), program_.label);
+    check_memory(bytes, fmt::format("{}: the program's values, every one kept", program_.label));
   }
   KernelThreads threads(options_.threads);
   for (const Operation& op : program_.ops) {
