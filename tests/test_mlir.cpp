@@ -96,6 +96,22 @@ TEST(Mlir, EveryCutKindOfStoriesConformsBitwise) {
   expect_every_kind_bitwise("stories260K", 1);
 }
 
+// bf16 and f16 weights reach the backend as stored; arith.extf widens them, exactly.
+TEST(Mlir, HalfWeightsConformBitwise) {
+  REQUIRE_TOOLCHAIN();
+  CommandBackend backend(mlir_backend + " run", 300);
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    ConformOptions o = campaign(1, std::string(dtype_name(dtype)));
+    o.spec = builtin_spec("tiny");
+    o.spec->dtype = dtype;
+    o.kinds = {CutKind::decode, CutKind::prefill, CutKind::batch_embed, CutKind::decode_head};
+    ConformReport r = conform(backend, o);
+    EXPECT_TRUE(r.passed()) << summary_table(r);
+    EXPECT_EQ(worst_abs(r), 0.0) << dtype_name(dtype);
+    EXPECT_EQ(r.count(Verdict::passed), 4);
+  }
+}
+
 TEST(Mlir, RandomSpecsConformBitwiseInSpecPrecisionAndWithinToleranceInF32) {
   REQUIRE_TOOLCHAIN();
   CommandBackend spec(mlir_backend + " run", 300), f32(mlir_backend + " run --precision f32", 300);
