@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "conform/report.h"
 #include "faults/catalog.h"
 
 namespace cutcheck::test {
@@ -58,6 +59,22 @@ std::string param_name(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
   std::replace(name.begin(), name.end(), '.', '_');
   return name;
+}
+
+void expect_half_weights_bitwise(Backend& backend, ConformOptions base) {
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    ConformOptions o = base;
+    o.spec = builtin_spec("tiny");
+    o.spec->dtype = dtype;
+    o.cases = 1;
+    for (CutKind kind : {CutKind::decode, CutKind::prefill, CutKind::batch_embed, CutKind::decode_head}) {
+      o.kinds = {kind};
+      const ConformReport r = conform(backend, o);
+      EXPECT_EQ(r.count(Verdict::passed), 1) << dtype_name(dtype) << "\n" << summary_table(r);
+      for (const CaseResult& c : r.results)
+        for (const OutputError& e : c.errors) EXPECT_EQ(e.max_abs, 0.0) << dtype_name(dtype) << ": " << e.name;
+    }
+  }
 }
 
 }  // namespace cutcheck::test

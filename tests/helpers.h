@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "author/builder.h"
+#include "conform/campaign.h"
 #include "core/files.h"
 #include "reference/interpreter.h"
 
@@ -31,6 +32,10 @@ fs::path temp_dir(const std::string& name);
 // ('-' and '.' become '_').
 std::vector<std::string> fault_names();
 std::string param_name(std::string name);
+
+// Through `backend`, one case each of Decode, Prefill, BatchEmbed and DecodeHead of `tiny`
+// with bf16 weights and with f16 ones (`base` gives the rest): every case passes, bit for bit.
+void expect_half_weights_bitwise(Backend& backend, ConformOptions base);
 
 }  // namespace cutcheck::test
 

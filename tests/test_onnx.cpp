@@ -94,16 +94,7 @@ TEST(Ort, RandomSpecsConformBitwiseWithOptimisationsOnAndOff) {
 TEST(Ort, HalfWeightsConformBitwise) {
   REQUIRE_ORT();
   CommandBackend backend(ort_backend + " run", 300);
-  for (DType dtype : {DType::bf16, DType::f16}) {
-    ConformOptions o = campaign(1, std::string(dtype_name(dtype)));
-    o.spec = builtin_spec("tiny");
-    o.spec->dtype = dtype;
-    o.kinds = {CutKind::decode, CutKind::prefill, CutKind::batch_embed, CutKind::decode_head};
-    ConformReport r = conform(backend, o);
-    EXPECT_TRUE(r.passed()) << summary_table(r);
-    EXPECT_EQ(worst_abs(r), 0.0) << dtype_name(dtype);
-    EXPECT_EQ(r.count(Verdict::passed), 4);
-  }
+  test::expect_half_weights_bitwise(backend, campaign(1, "half"));
 }
 
 // Weights past --external-from go to MODEL.onnx.data (bench512's embedding table, 16 MiB,
