@@ -60,11 +60,14 @@ class ModelWriter {
   HeadOut head(ValueId x);                                 // f32[R, D] -> logits, next
 
  private:
+  ValueId scale_frequencies(ValueId freq);  // rope_scaling applied to f32[E/2]
+  // Over the last dimension of x, with a weight as wide as it.
   ValueId rms_norm(ValueId x, const std::string& weight, const std::string& name);
   ValueId rotate(ValueId x, const RopeTables& rope, const std::string& name);  // f32[R, N, E]
   ValueId attention(int64_t l, const Rows& rows, ValueId xn, Cache& cache);
   ValueId mlp(int64_t l, ValueId xn);
   ValueId sum_over_chips(ValueId partial, const std::string& name);
+  ValueId both(ValueId a, ValueId b, const std::string& name);  // a and b, for i1 masks
 
   Builder& b_;
   const ModelSpec& spec_;

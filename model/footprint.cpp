@@ -56,13 +56,16 @@ Component weights_part(const ModelSpec& s) {
   using F = std::pair<const char*, int64_t>;
   const F V{"vocab", s.vocab}, D{"dim", s.dim}, L{"layers", s.layers}, H{"heads", s.heads}, K{"kv_heads", s.kv_heads},
       E{"head_dim", s.head_dim}, FF{"ffn", s.ffn};
-  return {"the weights",
-          {{s.tied ? 1.0 : 2.0, {V, D}},  // embedding, and the head when untied
-           {1.0, {D}},                    // final norm
-           {2.0, {L, D}},                 // two norms per layer
-           {2.0, {L, H, E, D}},           // wq, wo
-           {2.0, {L, K, E, D}},           // wk, wv
-           {3.0, {L, FF, D}}}};           // w1, w2, w3
+  Component w{"the weights",
+               {{s.tied ? 1.0 : 2.0, {V, D}},  // embedding, and the head when untied
+                {1.0, {D}},                    // final norm
+                {2.0, {L, D}},                 // two norms per layer
+                {2.0, {L, H, E, D}},           // wq, wo
+                {2.0, {L, K, E, D}},           // wk, wv
+                {3.0, {L, FF, D}}}};           // w1, w2, w3
+  if (s.attention_bias) w.terms.insert(w.terms.end(), {{1.0, {L, H, E}}, {2.0, {L, K, E}}});  // bq; bk, bv
+  if (s.qk_norm) w.terms.push_back({2.0, {L, E}});                                            // q_norm, k_norm
+  return w;
 }
 
 std::vector<Component> run_parts(const ModelSpec& s, const Cut& cut) {

@@ -14,6 +14,25 @@ enum class RopeStyle { interleaved, half };
 
 std::string rope_style_name(RopeStyle style);
 
+// How rotary frequencies are rescaled for contexts longer than the model was trained on
+// (docs/spec-knobs.md gives each rule and where it is published). `none` keeps
+// freq_i = rope_theta^(-2i / head_dim); `linear` divides every frequency by `factor`;
+// `llama3` divides the low frequencies by `factor`, keeps the high ones and blends
+// between them, by wavelength against original_max_position_embeddings.
+enum class RopeScalingType { none, linear, llama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  double factor = 1;
+  double low_freq_factor = 1;                      // llama3 only
+  double high_freq_factor = 4;                     // llama3 only
+  int64_t original_max_position_embeddings = 8192;  // llama3 only
+
+  bool operator==(const RopeScaling&) const = default;
+};
+
+std::string rope_scaling_name(RopeScalingType type);
+
 struct ModelSpec {
   std::string name = "custom";
   int64_t vocab = 0;     // V
@@ -27,6 +46,12 @@ struct ModelSpec {
   double rope_theta = 10000.0;
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied = true;  // the head reuses the token embedding
+  // The knobs of newer checkpoints; their defaults are the plain Llama model, and a spec
+  // JSON leaves out a knob at its default.
+  RopeScaling rope_scaling;
+  bool attention_bias = false;  // q, k, v projections add a bias (Qwen2)
+  bool qk_norm = false;         // RMSNorm over each head of q and k before rotary (Qwen3)
+  int64_t sliding_window = 0;   // 0: none; W: a query at p sees keys at (p - W, p] (Mistral)
 
   int64_t group() const { return heads / kv_heads; }  // query heads per kv head
   int64_t q_width() const { return heads * head_dim; }
@@ -35,6 +60,7 @@ struct ModelSpec {
   // Throws SpecError naming the first field that is impossible.
   void validate() const;
   std::string summary() const;  // one line, for reports and counterexamples
+  std::string knob_summary() const;  // the knobs that are set, " name=value" each; "" for none
 
   Json to_json() const;
   // Reads and validates; `source` names the document in errors.
@@ -42,6 +68,11 @@ struct ModelSpec {
 
   bool operator==(const ModelSpec&) const = default;
 };
+
+// The frequency of rotary pair i (0 <= i < head_dim / 2) in double, scaling applied: the
+// rule as published, for the oracle and for hand-checked tests (the author writes the
+// same rule as program ops).
+double rope_frequency(const ModelSpec& spec, int64_t i);
 
 std::vector<std::string> builtin_spec_names();
 // Throws SpecError for an unknown name.

@@ -17,6 +17,11 @@ std::string wq(int64_t l) { return fmt::format("layers.{}.attention.wq", l); }
 std::string wk(int64_t l) { return fmt::format("layers.{}.attention.wk", l); }
 std::string wv(int64_t l) { return fmt::format("layers.{}.attention.wv", l); }
 std::string wo(int64_t l) { return fmt::format("layers.{}.attention.wo", l); }
+std::string bq(int64_t l) { return fmt::format("layers.{}.attention.bq", l); }
+std::string bk(int64_t l) { return fmt::format("layers.{}.attention.bk", l); }
+std::string bv(int64_t l) { return fmt::format("layers.{}.attention.bv", l); }
+std::string q_norm(int64_t l) { return fmt::format("layers.{}.attention.q_norm", l); }
+std::string k_norm(int64_t l) { return fmt::format("layers.{}.attention.k_norm", l); }
 std::string ffn_norm(int64_t l) { return fmt::format("layers.{}.ffn_norm", l); }
 std::string w1(int64_t l) { return fmt::format("layers.{}.feed_forward.w1", l); }
 std::string w2(int64_t l) { return fmt::format("layers.{}.feed_forward.w2", l); }
@@ -35,6 +40,15 @@ std::vector<WeightInfo> weight_layout(const ModelSpec& spec) {
     out.push_back({weight::wk(l), {KV, D}});
     out.push_back({weight::wv(l), {KV, D}});
     out.push_back({weight::wo(l), {D, Q}});
+    if (spec.attention_bias) {
+      out.push_back({weight::bq(l), {Q}});
+      out.push_back({weight::bk(l), {KV}});
+      out.push_back({weight::bv(l), {KV}});
+    }
+    if (spec.qk_norm) {
+      out.push_back({weight::q_norm(l), {spec.head_dim}});
+      out.push_back({weight::k_norm(l), {spec.head_dim}});
+    }
     out.push_back({weight::ffn_norm(l), {D}});
     out.push_back({weight::w1(l), {F, D}});
     out.push_back({weight::w2(l), {D, F}});
@@ -51,6 +65,10 @@ bool is_norm(const std::string& name) {
   return name == weight::final_norm() || name.ends_with("_norm");
 }
 
+bool is_bias(const std::string& name) {
+  return name.ends_with(".bq") || name.ends_with(".bk") || name.ends_with(".bv");
+}
+
 }  // namespace
 
 TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
@@ -65,6 +83,7 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
     Tensor t({DType::f32, w.shape});
     SplitMix64 rng{seed ^ fnv1a(w.name)};
     float half_width = float(std::sqrt(3.0) * sd);
+    if (is_bias(w.name)) half_width = 0.5f;
     for (float& v : t.as_mut<float>()) v = is_norm(w.name) ? 1.0f + 0.5f * rng.symmetric() : half_width * rng.symmetric();
     out.emplace(w.name, std::move(t));
   }

@@ -52,7 +52,7 @@ Subject planted(const std::string& name, std::function<bool(const Cut&)> where) 
   const Fault& fault = find_fault(name);
   s.runner = [&fault, where](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
     return std::make_unique<RoutedRunner>(where, std::make_unique<ReferenceRunner>(spec, weights),
-                                          std::make_unique<ReferenceRunner>(spec, weights, with_fault(fault)));
+                                          std::make_unique<ReferenceRunner>(spec, weights, with_fault(fault, spec)));
   };
   return s;
 }
@@ -252,7 +252,7 @@ Subject with_split(std::function<std::unique_ptr<CutRunner>(const ModelSpec&, co
 
 TEST(Planted, SplitCatchesAMissingAllReduce) {
   expect_caught("tp.split_equals_unsplit", with_split([](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
-                  return std::make_unique<SplitRunner>(spec, w, tp, with_fault(find_fault("all-reduce-dropped")));
+                  return std::make_unique<SplitRunner>(spec, w, tp, with_fault(find_fault("all-reduce-dropped"), spec));
                 }));
 }
 
