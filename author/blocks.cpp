@@ -169,17 +169,20 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   b_.note(W ? fmt::format("layer {}: row r sees cache rows pos[r] - sliding_window < c <= pos[r]", l)
             : fmt::format("layer {}: row r sees cache rows c <= pos[r]", l));
   const ValueId limit = rows.positions;
+  ValueId row_pos = b_.broadcast(limit, {R, C}, {0}, p + "row_pos");
   ValueId cache_pos = b_.iota(1, {DType::i32, {R, C}}, p + "cache_pos");
-  ValueId visible = b_.compare(cache_pos, b_.broadcast(limit, {R, C}, {0}, p + "row_pos"), "LE",
-                               p + (W ? "causal" : "visible"));
-  // The window's first row pos - (W - 1); `reach` is W - 1, one constant for the rows'
-  // masks and the v rows' below.
-  ValueId reach = -1;
+  // With a window: 0 <= pos - c <= W - 1, as min(pos - c, (W - 1) - (pos - c)) >= 0 (one
+  // compare, so that no mask needs a logical and). `reach` is W - 1, one constant for the
+  // rows' masks and the v rows' below.
+  ValueId reach = -1, visible;
   if (W) {
     reach = b_.constant(double(W - 1), {DType::i32, {}}, p + "window_reach");
-    ValueId start = b_.binary(K::subtract, limit, b_.broadcast(reach, {R}, {}, p + "window_reach_rows"), p + "window_start");
-    ValueId inside = b_.compare(cache_pos, b_.broadcast(start, {R, C}, {0}, p + "window_start_rows"), "GE", p + "in_window");
-    visible = both(inside, visible, p + "visible");
+    ValueId back = b_.binary(K::subtract, row_pos, cache_pos, p + "distance");
+    ValueId ahead = b_.binary(K::subtract, b_.broadcast(reach, {R, C}, {}, p + "window_reach_rows"), back, p + "window_left");
+    visible = b_.compare(b_.binary(K::minimum, back, ahead, p + "window_slack"), b_.constant(0, {DType::i32, {R, C}}, p + "none"),
+                         "GE", p + "visible");
+  } else {
+    visible = b_.compare(cache_pos, row_pos, "LE", p + "visible");
   }
 
   b_.note(fmt::format("layer {}: scores = q . k / sqrt(head_dim), masked to the visible rows", l));
@@ -208,12 +211,17 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
     v_visible = b_.broadcast(visible, b_.shape(vs), {0, 1}, p + "v_visible");
   } else {
     ValueId last = b_.reduce(limit, "max", {0}, p + "last_pos");
+    ValueId v_last = b_.broadcast(last, {C}, {}, p + "v_last");
     ValueId v_pos = b_.iota(0, {DType::i32, {C}}, p + "v_pos");
-    ValueId seen = b_.compare(v_pos, b_.broadcast(last, {C}, {}, p + "v_last"), "LE", p + (W ? "v_before" : "v_seen"));
-    if (W) {  // and at or after the first row's window start
-      ValueId first = b_.binary(K::subtract, b_.reduce(limit, "min", {0}, p + "first_pos"), reach, p + "v_window_start");
-      ValueId after = b_.compare(v_pos, b_.broadcast(first, {C}, {}, p + "v_first"), "GE", p + "v_after");
-      seen = both(after, seen, p + "v_seen");
+    ValueId seen;
+    if (W) {  // and at or after the first row's window start: min(last - c, c - start) >= 0
+      ValueId start = b_.binary(K::subtract, b_.reduce(limit, "min", {0}, p + "first_pos"), reach, p + "v_window_start");
+      ValueId before = b_.binary(K::subtract, v_last, v_pos, p + "v_before_last");
+      ValueId after = b_.binary(K::subtract, v_pos, b_.broadcast(start, {C}, {}, p + "v_first"), p + "v_after_start");
+      seen = b_.compare(b_.binary(K::minimum, before, after, p + "v_slack"), b_.constant(0, {DType::i32, {C}}, p + "v_none"),
+                        "GE", p + "v_seen");
+    } else {
+      seen = b_.compare(v_pos, v_last, "LE", p + "v_seen");
     }
     v_visible = b_.broadcast(seen, b_.shape(vs), {0}, p + "v_visible");
   }
@@ -238,10 +246,6 @@ ValueId ModelWriter::mlp(int64_t l, ValueId xn) {
   ValueId hidden = b_.binary(K::multiply, silu, up, p + "hidden");
   ValueId down = b_.dot(hidden, b_.weight(weight::w2(l), {D, F}), {1}, {1}, p + "down");
   return sum_over_chips(down, p + "mlp_sum");
-}
-
-ValueId ModelWriter::both(ValueId a, ValueId b, const std::string& name) {
-  return b_.select(a, b, a, name);  // where a is false, a: false
 }
 
 ValueId ModelWriter::sum_over_chips(ValueId partial, const std::string& name) {

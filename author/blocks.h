@@ -67,7 +67,6 @@ class ModelWriter {
   ValueId attention(int64_t l, const Rows& rows, ValueId xn, Cache& cache);
   ValueId mlp(int64_t l, ValueId xn);
   ValueId sum_over_chips(ValueId partial, const std::string& name);
-  ValueId both(ValueId a, ValueId b, const std::string& name);  // a and b, for i1 masks
 
   Builder& b_;
   const ModelSpec& spec_;

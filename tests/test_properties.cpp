@@ -111,6 +111,12 @@ TEST(Planted, CompositionCatchesADroppedLayer) {
     expect_caught(name, s);
 }
 
+TEST(Planted, OracleCatchesEveryKnobsFault) {
+  // Each acts only on the random specs that have its knob, about a quarter of them.
+  for (const char* fault : {"rope-scaling-ignored", "attention-bias-dropped", "qk-norm-skipped", "sliding-window-off-by-one"})
+    expect_caught("oracle", planted(fault, [](const Cut&) { return true; }));
+}
+
 TEST(Planted, OracleCatchesWrongRotaryGqaAndEpsilon) {
   auto everywhere = [](const Cut&) { return true; };
   expect_caught("oracle", planted("rope-style-swapped", everywhere));
