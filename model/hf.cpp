@@ -82,14 +82,7 @@ RopeScaling hf_rope_scaling(const Json& value, const std::string& key, const std
       throw FormatError(fmt::format("{}: '{}' is not read for rope_type \"{}\", and it may change the rotary "
                                     "embedding",
                                     where, it.key(), type));
-  if (rs.type == RopeScalingType::none) return rs;
-  rs.factor = json_number(value, "factor", where);
-  if (rs.type == RopeScalingType::llama3) {
-    rs.low_freq_factor = json_number(value, "low_freq_factor", where);
-    rs.high_freq_factor = json_number(value, "high_freq_factor", where);
-    rs.original_max_position_embeddings = json_int(value, "original_max_position_embeddings", where);
-  }
-  return rs;
+  return read_rope_scaling_parameters(rs.type, value, where);
 }
 
 // Keys allowed only at the value that keeps the architecture's semantics, or read into a

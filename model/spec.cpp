@@ -13,15 +13,6 @@ namespace cutcheck {
 
 std::string rope_style_name(RopeStyle style) { return style == RopeStyle::interleaved ? "interleaved" : "half"; }
 
-std::string rope_scaling_name(RopeScalingType type) {
-  switch (type) {
-    case RopeScalingType::none: return "none";
-    case RopeScalingType::linear: return "linear";
-    case RopeScalingType::llama3: return "llama3";
-  }
-  return "?";
-}
-
 double rope_frequency(const ModelSpec& spec, int64_t i) {
   const double base = std::pow(spec.rope_theta, -2.0 * double(i) / double(spec.head_dim));
   const RopeScaling& s = spec.rope_scaling;
@@ -158,16 +149,22 @@ RopeScaling read_rope_scaling(const Json& json, const std::string& source) {
   for (auto it = json.begin(); it != json.end(); ++it)
     if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }) == keys.end())
       throw FormatError(fmt::format("{}: unknown field '{}' for type {}", where, it.key(), type));
+  return read_rope_scaling_parameters(rs.type, json, where);
+}
+
+}  // namespace
+
+RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json, const std::string& where) {
+  RopeScaling rs{type};
+  if (type == RopeScalingType::none) return rs;
   rs.factor = json_number(json, "factor", where);
-  if (rs.type == RopeScalingType::llama3) {
+  if (type == RopeScalingType::llama3) {
     rs.low_freq_factor = json_number(json, "low_freq_factor", where);
     rs.high_freq_factor = json_number(json, "high_freq_factor", where);
     rs.original_max_position_embeddings = json_int(json, "original_max_position_embeddings", where);
   }
   return rs;
 }
-
-}  // namespace
 
 ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: a spec must be a JSON object", source));

@@ -31,7 +31,10 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 
-std::string rope_scaling_name(RopeScalingType type);
+// The parameters of a scaling `type` from a JSON object under their names (the spec's and
+// transformers' alike): `factor`, and for llama3 `low_freq_factor`, `high_freq_factor`,
+// `original_max_position_embeddings`. Throws FormatError naming `where` and the key.
+RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json, const std::string& where);
 
 struct ModelSpec {
   std::string name = "custom";
