@@ -46,25 +46,60 @@ Rows ModelWriter::rows(CacheLayout layout, ValueId positions, ValueId first) {
   ValueId ratio =
       b_.binary(K::divide, two_i, b_.constant(double(spec_.head_dim), pair, "rope.head_dim"), "rope.ratio");
   ValueId theta = b_.constant(double(float(spec_.rope_theta)), pair, "rope.theta");
-  ValueId freq = b_.binary(K::divide, b_.constant(1, pair, "rope.one"), b_.binary(K::power, theta, ratio, "rope.scale"),
-                           "rope.freq");
+  ValueId freq = scale_frequencies(
+      b_.binary(K::divide, b_.constant(1, pair, "rope.one"), b_.binary(K::power, theta, ratio, "rope.scale"), "rope.freq"));
   ValueId angle = b_.binary(K::multiply, b_.broadcast(pos_f, {R, half}, {0}, "rope.pos_rows"),
                             b_.broadcast(freq, {R, half}, {1}, "rope.freq_rows"), "rope.angle");
   RopeTables rope{b_.unary(K::cosine, angle, "rope.cos"), b_.unary(K::sine, angle, "rope.sin")};
   return Rows{layout, positions, first, rope};
 }
 
+ValueId ModelWriter::scale_frequencies(ValueId freq) {
+  const RopeScaling& rs = spec_.rope_scaling;
+  if (rs.type == RopeScalingType::none) return freq;
+  const TensorType pair = b_.type(freq);
+  auto constant = [&](double value, const char* name) { return b_.constant(double(float(value)), pair, name); };
+  if (rs.type == RopeScalingType::linear) {
+    b_.note("rope scaling (linear): every frequency divided by factor");
+    return b_.binary(K::divide, freq, constant(rs.factor, "rope.factor"), "rope.freq_scaled");
+  }
+  // llama3: by wavelength 2 pi / freq against the original context C. Short waves (under
+  // C / high_freq_factor) keep their frequency, long ones (over C / low_freq_factor) are
+  // divided by factor, and between them s = (C / wavelength - low) / (high - low) blends
+  // (1 - s) freq / factor + s freq. The blend meets both sides where they switch, so a
+  // wavelength rounded across a threshold moves the frequency by rounding only.
+  b_.note("rope scaling (llama3): long waves / factor, short waves kept, a linear blend between");
+  const double context = double(rs.original_max_position_embeddings);
+  ValueId wavelength = b_.binary(K::divide, constant(2 * M_PI, "rope.two_pi"), freq, "rope.wavelength");
+  ValueId divided = b_.binary(K::divide, freq, constant(rs.factor, "rope.factor"), "rope.freq_divided");
+  ValueId waves = b_.binary(K::divide, constant(context, "rope.context"), wavelength, "rope.context_waves");
+  ValueId smooth = b_.binary(K::divide, b_.binary(K::subtract, waves, constant(rs.low_freq_factor, "rope.low"), "rope.over_low"),
+                             constant(rs.high_freq_factor - rs.low_freq_factor, "rope.band"), "rope.smooth");
+  ValueId blend = b_.binary(
+      K::add, b_.binary(K::multiply, b_.binary(K::subtract, constant(1, "rope.one_s"), smooth, "rope.rough"), divided, "rope.blend_low"),
+      b_.binary(K::multiply, smooth, freq, "rope.blend_high"), "rope.blend");
+  ValueId is_short = b_.compare(wavelength, constant(context / rs.high_freq_factor, "rope.short_limit"), "LT", "rope.is_short");
+  ValueId is_long = b_.compare(wavelength, constant(context / rs.low_freq_factor, "rope.long_limit"), "GT", "rope.is_long");
+  return b_.select(is_short, freq, b_.select(is_long, divided, blend, "rope.freq_long"), "rope.freq_scaled");
+}
+
 ValueId ModelWriter::rms_norm(ValueId x, const std::string& weight_name, const std::string& name) {
-  const int64_t R = b_.shape(x)[0], D = spec_.dim;
+  // Over the last dimension: the residual width D of rows [R, D], or head_dim of the heads
+  // [R, N, E] of q and k (qk_norm).
+  const Shape shape = b_.shape(x);
+  const int64_t last = int64_t(shape.size()) - 1, width = shape.back();
+  const Shape outer(shape.begin(), shape.end() - 1);
+  std::vector<int64_t> outer_dims(outer.size());
+  std::iota(outer_dims.begin(), outer_dims.end(), 0);
   b_.note(fmt::format("{}: x * rsqrt(mean(x^2) + eps) * weight", name));
-  ValueId w = weight(weight_name, {D});
-  ValueId sum = b_.reduce(b_.binary(K::multiply, x, x, name + ".sq"), "add", {1}, name + ".sum");
-  ValueId mean = b_.binary(K::divide, sum, b_.constant(double(D), {DType::f32, {R}}, name + ".dim"), name + ".mean");
-  ValueId eps = b_.constant(double(float(spec_.norm_eps)), {DType::f32, {R}}, name + ".eps");
+  ValueId w = weight(weight_name, {width});
+  ValueId sum = b_.reduce(b_.binary(K::multiply, x, x, name + ".sq"), "add", {last}, name + ".sum");
+  ValueId mean = b_.binary(K::divide, sum, b_.constant(double(width), {DType::f32, outer}, name + ".dim"), name + ".mean");
+  ValueId eps = b_.constant(double(float(spec_.norm_eps)), {DType::f32, outer}, name + ".eps");
   ValueId var = b_.binary(K::add, mean, eps, name + ".var");
   ValueId inv = b_.unary(K::rsqrt, var, name + ".inv");
-  ValueId scaled = b_.binary(K::multiply, b_.broadcast(inv, {R, D}, {0}, name + ".inv_rows"), x, name + ".scaled");
-  return b_.binary(K::multiply, b_.broadcast(w, {R, D}, {1}, name + ".weight_rows"), scaled, name);
+  ValueId scaled = b_.binary(K::multiply, b_.broadcast(inv, shape, outer_dims, name + ".inv_rows"), x, name + ".scaled");
+  return b_.binary(K::multiply, b_.broadcast(w, shape, {last}, name + ".weight_rows"), scaled, name);
 }
 
 ValueId ModelWriter::rotate(ValueId x, const RopeTables& rope, const std::string& name) {
@@ -102,9 +137,24 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
   ValueId wq = weight(weight::wq(l), {H * E, D});
   ValueId wk = weight(weight::wk(l), {KV * E, D});
   ValueId wv = weight(weight::wv(l), {KV * E, D});
-  ValueId q = rotate(b_.reshape(b_.dot(xn, wq, {1}, {1}, p + "q_flat"), {R, H, E}, p + "q_heads"), rows.rope, p + "q");
-  ValueId k = rotate(b_.reshape(b_.dot(xn, wk, {1}, {1}, p + "k_flat"), {R, KV, E}, p + "k_heads"), rows.rope, p + "k");
-  ValueId v = b_.reshape(b_.dot(xn, wv, {1}, {1}, p + "v_flat"), {R, KV, E}, p + "v");
+  // Each projection: x W^T (+ its bias), as heads [R, N, E] (each head RMS-normed, with
+  // qk_norm, for q and k), rotated for q and k.
+  auto project = [&](ValueId w, const std::string& bias, const std::string& norm, int64_t heads, const std::string& n) {
+    ValueId flat = b_.dot(xn, w, {1}, {1}, p + n + "_flat");
+    if (spec_.attention_bias) {
+      b_.note(fmt::format("layer {}: {} bias", l, n));
+      ValueId bias_rows = b_.broadcast(weight(bias, {heads * E}), {R, heads * E}, {1}, p + n + "_bias_rows");
+      flat = b_.binary(K::add, flat, bias_rows, p + n + "_biased");
+    }
+    const bool rotated = n != "v";
+    ValueId h = b_.reshape(flat, {R, heads, E}, p + n + (rotated ? "_heads" : ""));
+    if (!rotated) return h;
+    if (spec_.qk_norm) h = rms_norm(h, norm, p + n + "_norm");
+    return rotate(h, rows.rope, p + n);
+  };
+  ValueId q = project(wq, weight::bq(l), weight::q_norm(l), H, "q");
+  ValueId k = project(wk, weight::bk(l), weight::k_norm(l), KV, "k");
+  ValueId v = project(wv, weight::bv(l), "", KV, "v");
   // Grouped-query attention: query head h = kv * G + g reads kv head kv = h / G.
   ValueId q4 = b_.reshape(q, {R, KV, G, E}, p + "q_groups");
 
@@ -129,10 +179,25 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
 
   const ValueId ks = kc, vs = vc;
 
-  b_.note(fmt::format("layer {}: row r sees cache rows c <= pos[r]", l));
+  const int64_t W = spec_.sliding_window;
+  b_.note(W ? fmt::format("layer {}: row r sees cache rows pos[r] - sliding_window < c <= pos[r]", l)
+            : fmt::format("layer {}: row r sees cache rows c <= pos[r]", l));
   const ValueId limit = rows.positions;
-  ValueId visible = b_.compare(b_.iota(1, {DType::i32, {R, C}}, p + "cache_pos"),
-                               b_.broadcast(limit, {R, C}, {0}, p + "row_pos"), "LE", p + "visible");
+  ValueId row_pos = b_.broadcast(limit, {R, C}, {0}, p + "row_pos");
+  ValueId cache_pos = b_.iota(1, {DType::i32, {R, C}}, p + "cache_pos");
+  // With a window: 0 <= pos - c <= W - 1, as min(pos - c, (W - 1) - (pos - c)) >= 0 (one
+  // compare, so that no mask needs a logical and). `reach` is W - 1, one constant for the
+  // rows' masks and the v rows' below.
+  ValueId reach = -1, visible;
+  if (W) {
+    reach = b_.constant(double(W - 1), {DType::i32, {}}, p + "window_reach");
+    ValueId back = b_.binary(K::subtract, row_pos, cache_pos, p + "distance");
+    ValueId ahead = b_.binary(K::subtract, b_.broadcast(reach, {R, C}, {}, p + "window_reach_rows"), back, p + "window_left");
+    visible = b_.compare(b_.binary(K::minimum, back, ahead, p + "window_slack"), b_.constant(0, {DType::i32, {R, C}}, p + "none"),
+                         "GE", p + "visible");
+  } else {
+    visible = b_.compare(cache_pos, row_pos, "LE", p + "visible");
+  }
 
   b_.note(fmt::format("layer {}: scores = q . k / sqrt(head_dim), masked to the visible rows", l));
   Shape score_shape{R, KV, G, C};
@@ -160,8 +225,18 @@ ValueId ModelWriter::attention(int64_t l, const Rows& rows, ValueId xn, Cache& c
     v_visible = b_.broadcast(visible, b_.shape(vs), {0, 1}, p + "v_visible");
   } else {
     ValueId last = b_.reduce(limit, "max", {0}, p + "last_pos");
-    ValueId seen = b_.compare(b_.iota(0, {DType::i32, {C}}, p + "v_pos"), b_.broadcast(last, {C}, {}, p + "v_last"),
-                              "LE", p + "v_seen");
+    ValueId v_last = b_.broadcast(last, {C}, {}, p + "v_last");
+    ValueId v_pos = b_.iota(0, {DType::i32, {C}}, p + "v_pos");
+    ValueId seen;
+    if (W) {  // and at or after the first row's window start: min(last - c, c - start) >= 0
+      ValueId start = b_.binary(K::subtract, b_.reduce(limit, "min", {0}, p + "first_pos"), reach, p + "v_window_start");
+      ValueId before = b_.binary(K::subtract, v_last, v_pos, p + "v_before_last");
+      ValueId after = b_.binary(K::subtract, v_pos, b_.broadcast(start, {C}, {}, p + "v_first"), p + "v_after_start");
+      seen = b_.compare(b_.binary(K::minimum, before, after, p + "v_slack"), b_.constant(0, {DType::i32, {C}}, p + "v_none"),
+                        "GE", p + "v_seen");
+    } else {
+      seen = b_.compare(v_pos, v_last, "LE", p + "v_seen");
+    }
     v_visible = b_.broadcast(seen, b_.shape(vs), {0}, p + "v_visible");
   }
   ValueId vz = b_.select(v_visible, vs, b_.constant(0, b_.type(vs), p + "v_zero"), p + "v_masked");

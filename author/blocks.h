@@ -64,6 +64,8 @@ class ModelWriter {
   // bf16 and f16 weights are widened where they are used, once per program.
   ValueId stored_weight(const std::string& name, Shape shape);
   ValueId weight(const std::string& name, Shape shape);
+  ValueId scale_frequencies(ValueId freq);  // rope_scaling applied to f32[E/2]
+  // Over the last dimension of x, with a weight as wide as it.
   ValueId rms_norm(ValueId x, const std::string& weight, const std::string& name);
   ValueId rotate(ValueId x, const RopeTables& rope, const std::string& name);  // f32[R, N, E]
   ValueId attention(int64_t l, const Rows& rows, ValueId xn, Cache& cache);

@@ -18,6 +18,11 @@ const std::vector<CutKind> with_norm = {C::decode, C::prefill, C::batch, C::forw
                                         C::decode_layer, C::decode_head, C::batch_layer, C::batch_head,
                                         C::prefill_layer, C::prefill_head};
 
+bool scales_rope(const ModelSpec& s) { return s.rope_scaling.type != RopeScalingType::none; }
+bool has_attention_bias(const ModelSpec& s) { return s.attention_bias; }
+bool has_qk_norm(const ModelSpec& s) { return s.qk_norm; }
+bool has_sliding_window(const ModelSpec& s) { return s.sliding_window > 0; }
+
 }  // namespace
 
 const std::vector<Fault>& fault_catalog() {
@@ -46,6 +51,15 @@ const std::vector<Fault>& fault_catalog() {
        {C::prefill, C::batch, C::batch_embed}, false, rw::rows_past_eight},
       {"bf16-activations", "every activation rounded to bf16 (reduce_precision after each; tables stay f32)", true,
        all_cut_kinds(), false, rw::bf16_activations},
+      // The knobs of newer checkpoints: each fault acts only where the spec has its knob.
+      {"rope-scaling-ignored", "rotary frequencies without the spec's rope_scaling", false, with_layers, false,
+       rw::rope_scaling_ignored, scales_rope},
+      {"attention-bias-dropped", "q, k, v projections without their biases", false, with_layers, false,
+       rw::attention_bias_dropped, has_attention_bias},
+      {"qk-norm-skipped", "q and k heads rotated without their RMSNorm", false, with_layers, false, rw::qk_norm_skipped,
+       has_qk_norm},
+      {"sliding-window-off-by-one", "a query sees sliding_window + 1 keys, one before its window", false, with_layers,
+       false, rw::sliding_window_off_by_one, has_sliding_window},
   };
   return catalog;
 }
@@ -58,8 +72,9 @@ Program Fault::apply(const Program& program) const {
   return r.finish();
 }
 
-bool Fault::acts_on(const Cut& cut, int64_t tp) const {
+bool Fault::acts_on(const Cut& cut, int64_t tp, const ModelSpec& spec) const {
   if (split_only && tp < 2) return false;
+  if (needs && !needs(spec)) return false;
   return std::find(kinds.begin(), kinds.end(), cut.kind) != kinds.end();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/cut.h"
+#include "model/spec.h"
 #include "program/program.h"
 #include "program/rewrite.h"
 
@@ -24,12 +25,15 @@ struct Fault {
   std::vector<CutKind> kinds;
   bool split_only = false;
   void (*rewrite)(Rewriter&) = nullptr;
+  // The spec knob the fault breaks (its anchors exist only where a spec has it), or none.
+  bool (*needs)(const ModelSpec&) = nullptr;
 
   // The faulty form of `program`. Throws AnchorMissing, naming the value it looked for,
   // when the program has none of the fault's anchors.
   Program apply(const Program& program) const;
-  // Whether the authored program of `cut`, split `tp` ways, is one the fault changes.
-  bool acts_on(const Cut& cut, int64_t tp) const;
+  // Whether the authored program of `cut` of `spec`, split `tp` ways, is one the fault
+  // changes.
+  bool acts_on(const Cut& cut, int64_t tp, const ModelSpec& spec) const;
 };
 
 const std::vector<Fault>& fault_catalog();

@@ -185,4 +185,26 @@ void bf16_activations(Rewriter& r) {
     r.replace_uses(v, r.insert_after(v, K::reduce_precision, {v}, {integer(8), integer(7)}, r.name(v) + ".bf16"));
 }
 
+void rope_scaling_ignored(Rewriter& r) {
+  for (ValueId scaled : r.require("rope.freq_scaled")) r.replace_uses(scaled, r.value("rope.freq"));
+}
+
+void attention_bias_dropped(Rewriter& r) {
+  for (ValueId biased : r.require("l*_biased", K::add)) r.bypass(biased);
+}
+
+void qk_norm_skipped(Rewriter& r) {
+  for (ValueId q_norm : r.require("l*.q_norm", K::multiply)) {
+    const std::string l = layer_of(r.name(q_norm));
+    for (const char* n : {"q", "k"}) r.replace_uses(r.value(l + n + "_norm"), r.value(l + n + "_heads"));
+  }
+}
+
+void sliding_window_off_by_one(Rewriter& r) {
+  // The window reaches W back instead of W - 1: one key more than the spec's, the row
+  // just before the window (a don't-care row, garbage in a case's inputs).
+  for (ValueId reach : r.require("l*.window_reach", K::constant))
+    r.set_attr(reach, "value", number(r.op(reach).number("value") + 1));
+}
+
 }  // namespace cutcheck::fault_rewrites

@@ -20,5 +20,9 @@ void all_reduce_dropped(Rewriter& r);
 void softmax_tail_tile(Rewriter& r);
 void rows_past_eight(Rewriter& r);
 void bf16_activations(Rewriter& r);
+void rope_scaling_ignored(Rewriter& r);
+void attention_bias_dropped(Rewriter& r);
+void qk_norm_skipped(Rewriter& r);
+void sliding_window_off_by_one(Rewriter& r);
 
 }  // namespace cutcheck::fault_rewrites

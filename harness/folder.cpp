@@ -26,8 +26,11 @@ FolderRun FolderRun::open(const fs::path& dir, RunOptions options, const Fault* 
     ProgramFolder folder = ProgramFolder::read(f);
     if (fault) {
       const bool recorded = folder.manifest.about.contains("cut");
-      const bool acts = !recorded || fault->acts_on(read_about(folder.manifest.about, (f / "manifest.json").string()).cut,
-                                                    folder.program.replica ? folder.program.replica->count : 1);
+      bool acts = true;
+      if (recorded) {
+        const About about = read_about(folder.manifest.about, (f / "manifest.json").string());
+        acts = fault->acts_on(about.cut, folder.program.replica ? folder.program.replica->count : 1, about.spec);
+      }
       try {
         if (acts) folder.program = fault->apply(folder.program);
       } catch (const AnchorMissing& e) {

@@ -8,8 +8,10 @@ Program authored_program(const Cut& cut, const ModelSpec& spec) {
   return parse_and_verify(print(author_program(cut, spec)), cut.str());
 }
 
-ProgramEdit with_fault(const Fault& fault) {
-  return [&fault](const Program& p, const Cut& cut, int64_t tp) { return fault.acts_on(cut, tp) ? fault.apply(p) : p; };
+ProgramEdit with_fault(const Fault& fault, const ModelSpec& spec) {
+  return [&fault, spec](const Program& p, const Cut& cut, int64_t tp) {
+    return fault.acts_on(cut, tp, spec) ? fault.apply(p) : p;
+  };
 }
 
 ReferenceRunner::ReferenceRunner(ModelSpec spec, TensorMap weights, ProgramEdit edit, RunOptions run)

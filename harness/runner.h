@@ -22,7 +22,7 @@ using ProgramEdit = std::function<Program(const Program& program, const Cut& cut
 
 // The programs as `fault` leaves them: changed where it acts (Fault::acts_on), as
 // authored elsewhere.
-ProgramEdit with_fault(const Fault& fault);
+ProgramEdit with_fault(const Fault& fault, const ModelSpec& spec);
 
 // Authors each cut once, parses its text back, plans it, and reuses the plan.
 class ReferenceRunner : public CutRunner {

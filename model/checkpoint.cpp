@@ -86,9 +86,12 @@ std::map<std::string, std::string> name_map(const ModelSpec& spec, const Checkpo
   std::string (*const kinds[])(int64_t) = {weight::attention_norm, weight::wq,       weight::wk,
                                            weight::wv,             weight::wo,       weight::ffn_norm,
                                            weight::w1,             weight::w2,       weight::w3};
+  std::string (*const knobs[])(int64_t) = {weight::bq, weight::bk, weight::bv, weight::q_norm, weight::k_norm};
   for (int64_t l = 0; l < spec.layers; ++l) {
     const std::string prefix = fmt::format(fmt::runtime(names.layer_prefix), l);
     for (size_t k = 0; k < names.layer.size(); ++k) out[kinds[k](l)] = prefix + names.layer[k];
+    for (size_t k = 0; k < names.knob_layer.size(); ++k)
+      if (!names.knob_layer[k].empty()) out[knobs[k](l)] = prefix + names.knob_layer[k];
   }
   return out;
 }

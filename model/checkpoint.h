@@ -27,10 +27,13 @@ using CheckpointTensors = std::map<std::string, CheckpointTensor>;
 // How a checkpoint names the weights: the three whole-model tensors, and each layer's
 // tensors as `layer_prefix` (with {} for the layer) followed by the suffix of each kind,
 // in the order attention_norm, wq, wk, wv, wo, ffn_norm, w1 (gate), w2 (down), w3 (up).
+// The knobs' tensors follow, in the order bq, bk, bv, q_norm, k_norm (empty where the
+// format has none).
 struct CheckpointNames {
   std::string embedding, final_norm, output;
   std::string layer_prefix;
   std::array<std::string, 9> layer;
+  std::array<std::string, 5> knob_layer = {};
 };
 
 // Every weight of the spec's layout from the checkpoint tensor `names` gives it, shape

@@ -57,13 +57,16 @@ Component weights_part(const ModelSpec& s) {
   const F V{"vocab", s.vocab}, D{"dim", s.dim}, L{"layers", s.layers}, H{"heads", s.heads}, K{"kv_heads", s.kv_heads},
       E{"head_dim", s.head_dim}, FF{"ffn", s.ffn};
   const double w = double(dtype_size(s.dtype)) / 4;  // bf16 and f16 weights stay 2 bytes, mapped
-  return {"the weights",
-          {{(s.tied ? 1.0 : 2.0) * w, {V, D}},  // embedding, and the head when untied
-           {1.0 * w, {D}},                      // final norm
-           {2.0 * w, {L, D}},                   // two norms per layer
-           {2.0 * w, {L, H, E, D}},             // wq, wo
-           {2.0 * w, {L, K, E, D}},             // wk, wv
-           {3.0 * w, {L, FF, D}}}};             // w1, w2, w3
+  Component part{"the weights",
+                 {{(s.tied ? 1.0 : 2.0) * w, {V, D}},  // embedding, and the head when untied
+                  {1.0 * w, {D}},                      // final norm
+                  {2.0 * w, {L, D}},                   // two norms per layer
+                  {2.0 * w, {L, H, E, D}},             // wq, wo
+                  {2.0 * w, {L, K, E, D}},             // wk, wv
+                  {3.0 * w, {L, FF, D}}}};             // w1, w2, w3
+  if (s.attention_bias) part.terms.insert(part.terms.end(), {{1.0 * w, {L, H, E}}, {2.0 * w, {L, K, E}}});  // bq; bk, bv
+  if (s.qk_norm) part.terms.push_back({2.0 * w, {L, E}});                                                // q_norm, k_norm
+  return part;
 }
 
 std::vector<Component> run_parts(const ModelSpec& s, const Cut& cut) {

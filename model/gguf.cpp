@@ -222,9 +222,10 @@ void check_refused_keys(const Keys& m) {
   }
   if (m.find("llama.rope.scaling.type")) {
     const std::string type = m.text("llama.rope.scaling.type");
-    if (type != "none")
+    if (type != "none" && type != "linear")
       throw FormatError(fmt::format("{}: key 'llama.rope.scaling.type' is \"{}\": it rescales the rotary "
-                                    "frequencies, and the spec has no knob for that yet",
+                                    "frequencies in a way the spec has no knob for (it reads \"none\" and "
+                                    "\"linear\")",
                                     m.source, type));
   }
   if (m.find("llama.rope.scaling.factor") && m.number("llama.rope.scaling.factor") != 1.0 &&
@@ -368,6 +369,9 @@ ModelSpec gguf_spec(const GgufFile& file, const std::string& source) {
   s.rope_theta = m.number("llama.rope.freq_base", 10000.0);
   s.rope_style = RopeStyle::interleaved;
   s.tied = !file.tensors.contains("output.weight");
+  // llama.cpp's linear scaling multiplies each position by 1 / factor: the spec's linear.
+  if (m.find("llama.rope.scaling.type") && m.text("llama.rope.scaling.type") == "linear")
+    s.rope_scaling = {RopeScalingType::linear, m.number("llama.rope.scaling.factor", 1.0)};
   // The vocabulary: stated, or the embedding's rows.
   if (m.find("llama.vocab_size")) {
     s.vocab = m.integer("llama.vocab_size");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -33,24 +34,71 @@ std::string shown(const Json& value) {
                                 shown(value), what));
 }
 
-// Keys allowed only at the value that keeps plain Llama semantics; anything else changes the model.
+// The architectures read, and the knob each implies: Qwen2 adds q, k, v biases (always,
+// with no config key), Qwen3 normalises each q and k head. Qwen2 and Qwen3 slide their
+// window only where use_sliding_window says so; Mistral wherever sliding_window is set.
+enum class Arch { llama, mistral, qwen2, qwen3 };
+
+Arch check_architecture(const Json& config, const std::string& source) {
+  const Json& list = json_field(config, "architectures", source);
+  if (!list.is_array() || list.size() != 1 || !list[0].is_string())
+    throw FormatError(fmt::format("{}: key 'architectures' must list one architecture, got {}", source, shown(list)));
+  const std::string arch = list[0].get<std::string>();
+  if (arch == "LlamaForCausalLM") return Arch::llama;
+  if (arch == "MistralForCausalLM") return Arch::mistral;
+  if (arch == "Qwen2ForCausalLM") return Arch::qwen2;
+  if (arch == "Qwen3ForCausalLM") return Arch::qwen3;
+  throw FormatError(fmt::format("{}: architecture {} is not one cutcheck imports (LlamaForCausalLM, "
+                                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                                source, arch));
+}
+
+// transformers' rope_scaling (or rope_parameters) object as the spec's rope_scaling:
+// rope_type (or the older "type") "default", "linear" with a factor, or "llama3" with
+// factor, low_freq_factor, high_freq_factor and original_max_position_embeddings. Any other
+// type, or a key a type does not take, is refused with the key named.
+RopeScaling hf_rope_scaling(const Json& value, const std::string& key, const std::string& source) {
+  const std::string where = fmt::format("{}: key '{}'", source, key);
+  if (!value.is_object()) throw FormatError(fmt::format("{} is {}, not an object", where, shown(value)));
+  const char* type_key = value.contains("rope_type") ? "rope_type" : "type";
+  if (!value.contains(type_key) || !value.at(type_key).is_string())
+    throw FormatError(fmt::format("{} is {}: it names no rope_type", where, shown(value)));
+  const std::string type = value.at(type_key).get<std::string>();
+  std::set<std::string> takes = {"rope_type", "type", "rope_theta"};
+  RopeScaling rs;
+  if (type == "linear") {
+    rs.type = RopeScalingType::linear;
+    takes.insert("factor");
+  } else if (type == "llama3") {
+    rs.type = RopeScalingType::llama3;
+    takes.insert({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  } else if (type != "default") {
+    throw FormatError(fmt::format("{} is {}: rope_type \"{}\" rescales the rotary frequencies in a way the spec has "
+                                  "no knob for (it has \"linear\" and \"llama3\")",
+                                  where, shown(value), type));
+  }
+  for (auto it = value.begin(); it != value.end(); ++it)
+    if (!takes.contains(it.key()))
+      throw FormatError(fmt::format("{}: '{}' is not read for rope_type \"{}\", and it may change the rotary "
+                                    "embedding",
+                                    where, it.key(), type));
+  return read_rope_scaling_parameters(rs.type, value, where);
+}
+
+// Keys allowed only at the value that keeps the architecture's semantics, or read into a
+// knob in hf_spec; anything else changes the model.
 void check_semantic_key(const std::string& source, const std::string& key, const Json& value) {
-  if (key == "rope_scaling") {
-    if (!value.is_null()) no_knob(source, key, value, "it rescales the rotary frequencies");
-  } else if (key == "rope_parameters") {  // newer transformers: rope_theta and the scaling together
-    if (!value.is_object() || !value.contains("rope_type") || value.at("rope_type") != "default")
-      no_knob(source, key, value, "only rope_type \"default\" keeps plain rotary frequencies");
-    for (auto it = value.begin(); it != value.end(); ++it)
-      if (it.key() != "rope_type" && it.key() != "rope_theta")
-        no_knob(source, key, value, fmt::format("its '{}' changes the rotary embedding", it.key()));
-  } else if (key == "attention_bias") {
+  if (key == "rope_scaling" || key == "rope_parameters") {
+    if (!value.is_null()) hf_rope_scaling(value, key, source);
+  } else if (key == "attention_bias") {  // Llama's and Qwen3's add an o_proj bias too
     if (value != false) no_knob(source, key, value, "it adds biases to the q, k, v and o projections");
   } else if (key == "mlp_bias") {
     if (value != false) no_knob(source, key, value, "it adds biases to the feed-forward projections");
-  } else if (key == "sliding_window") {
-    if (!value.is_null()) no_knob(source, key, value, "it limits how far back attention sees");
   } else if (key == "use_sliding_window") {
-    if (value != false) no_knob(source, key, value, "it limits how far back attention sees");
+    if (!value.is_boolean())
+      throw FormatError(fmt::format("{}: key '{}' must be true or false, got {}", source, key, shown(value)));
+  } else if (key == "sliding_window" || key == "max_window_layers" || key == "layer_types") {
+    // read with the window (hf_sliding_window)
   } else if (key == "hidden_act") {
     if (value != "silu")
       throw FormatError(fmt::format("{}: key 'hidden_act' is {}; the spec's feed-forward is SwiGLU (\"silu\")", source,
@@ -61,9 +109,6 @@ void check_semantic_key(const std::string& source, const std::string& key, const
                                   source, key));
   }
 }
-
-const std::set<std::string> semantic_keys = {"rope_scaling", "rope_parameters", "attention_bias", "mlp_bias",
-                                             "sliding_window", "use_sliding_window", "hidden_act"};
 
 bool present(const Json& config, const std::string& key) { return config.contains(key) && !config.at(key).is_null(); }
 
@@ -78,28 +123,53 @@ double number_or(const Json& config, const std::string& key, const std::string& 
   return json_number(config, key, source);
 }
 
-void check_architecture(const Json& config, const std::string& source) {
-  const Json& list = json_field(config, "architectures", source);
-  if (!list.is_array() || list.size() != 1 || !list[0].is_string())
-    throw FormatError(fmt::format("{}: key 'architectures' must list one architecture, got {}", source, shown(list)));
-  const std::string arch = list[0].get<std::string>();
-  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") return;
-  if (arch == "Qwen2ForCausalLM")
-    throw FormatError(fmt::format("{}: architecture {} adds biases to the q, k and v projections, and the spec has "
-                                  "no attention_bias knob yet",
-                                  source, arch));
-  if (arch == "Qwen3ForCausalLM")
-    throw FormatError(fmt::format("{}: architecture {} normalises each head of q and k (RMSNorm), and the spec has "
-                                  "no qk_norm knob yet",
-                                  source, arch));
-  throw FormatError(fmt::format("{}: architecture {} is not one cutcheck imports (LlamaForCausalLM, "
-                                "MistralForCausalLM)",
-                                source, arch));
+// The spec's sliding_window (0 for none). The spec's window covers every layer, so a
+// config sliding only some layers is refused, naming the key that says so.
+int64_t hf_sliding_window(const Json& config, Arch arch, int64_t layers, const std::string& source) {
+  const bool use = present(config, "use_sliding_window") && config.at("use_sliding_window") == true;
+  if (!present(config, "sliding_window")) {
+    if (use) throw FormatError(fmt::format("{}: key 'use_sliding_window' is true, but no sliding_window is given", source));
+    return 0;
+  }
+  const int64_t window = json_int(config, "sliding_window", source);
+  if (arch == Arch::llama)
+    throw FormatError(fmt::format("{}: key 'sliding_window' is {}: it limits how far back attention sees, and "
+                                  "LlamaForCausalLM has no window (MistralForCausalLM does)",
+                                  source, window));
+  if (window <= 0) throw FormatError(fmt::format("{}: key 'sliding_window' must be positive, got {}", source, window));
+  if (arch == Arch::mistral) return window;
+  // Qwen: off unless use_sliding_window; then layer l slides where layer_types says
+  // "sliding_attention", or (older configs) where l >= max_window_layers.
+  if (!use) return 0;
+  std::vector<bool> slides(static_cast<size_t>(layers));
+  if (present(config, "layer_types")) {
+    const Json& types = config.at("layer_types");
+    if (!types.is_array() || int64_t(types.size()) != layers)
+      throw FormatError(fmt::format("{}: key 'layer_types' must list one type per layer ({}), got {}", source, layers,
+                                    shown(types)));
+    for (size_t l = 0; l < types.size(); ++l) {
+      if (types[l] != "full_attention" && types[l] != "sliding_attention")
+        throw FormatError(fmt::format("{}: key 'layer_types'[{}] is {}, not \"full_attention\" or "
+                                      "\"sliding_attention\"",
+                                      source, l, shown(types[l])));
+      slides[l] = types[l] == "sliding_attention";
+    }
+  } else {
+    const int64_t full = integer_or(config, "max_window_layers", source, 28);  // transformers' default
+    for (int64_t l = 0; l < layers; ++l) slides[size_t(l)] = l >= full;
+  }
+  const int64_t sliding = std::count(slides.begin(), slides.end(), true);
+  if (sliding == 0) return 0;
+  if (sliding < layers)
+    throw FormatError(fmt::format("{}: key '{}' slides the window in {} of {} layers; the spec's sliding_window "
+                                  "covers every layer or none",
+                                  source, present(config, "layer_types") ? "layer_types" : "max_window_layers", sliding,
+                                  layers));
+  return window;
 }
 
 // The tensors an export may carry beside the weights that hold nothing of their own: old
-// checkpoints' rotary inverse frequencies (rope_theta gives them; rope_scaling is refused
-// above), and a tied head's copy of the embedding.
+// checkpoints' rotary inverse frequencies (rope_theta and rope_scaling give them), and a tied head's copy of the embedding.
 void drop_redundant(CheckpointTensors& tensors, const ModelSpec& spec) {
   std::erase_if(tensors, [](const auto& entry) { return entry.first.ends_with(".self_attn.rotary_emb.inv_freq"); });
   auto head = tensors.find("lm_head.weight");
@@ -161,12 +231,12 @@ CheckpointTensors read_shards(const fs::path& dir, const fs::path& index_path) {
 
 ModelSpec hf_spec(const Json& config, const std::string& source) {
   if (!config.is_object()) throw FormatError(fmt::format("{}: config.json must be a JSON object", source));
-  check_architecture(config, source);
+  const Arch arch = check_architecture(config, source);
   for (auto it = config.begin(); it != config.end(); ++it)
     if (!descriptive_keys.contains(it.key()) && !spec_keys.contains(it.key()))
       check_semantic_key(source, it.key(), it.value());
 
-  // Absent keys take the defaults of transformers' LlamaConfig and MistralConfig.
+  // Absent keys take the defaults of transformers' configs for the architecture.
   ModelSpec s;
   s.name = fs::path(source).parent_path().filename().string();
   if (s.name.empty()) s.name = "hf";
@@ -187,6 +257,14 @@ ModelSpec hf_spec(const Json& config, const std::string& source) {
     s.rope_theta = json_number(config.at("rope_parameters"), "rope_theta", source + ": rope_parameters");
   s.rope_style = RopeStyle::half;
   s.tied = config.contains("tie_word_embeddings") && json_bool(config, "tie_word_embeddings", source);
+  for (const char* key : {"rope_scaling", "rope_parameters"})
+    if (present(config, key)) {
+      const RopeScaling rs = hf_rope_scaling(config.at(key), key, source);
+      if (rs.type != RopeScalingType::none) s.rope_scaling = rs;
+    }
+  s.attention_bias = arch == Arch::qwen2;
+  s.qk_norm = arch == Arch::qwen3;
+  s.sliding_window = s.layers > 0 ? hf_sliding_window(config, arch, s.layers, source) : 0;
   try {
     s.validate();
   } catch (const SpecError& e) {
@@ -203,7 +281,9 @@ const CheckpointNames hf_names = {
     "model.layers.{}.",
     {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
      "self_attn.o_proj.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.down_proj.weight",
-     "mlp.up_proj.weight"}};
+     "mlp.up_proj.weight"},
+    {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.q_norm.weight",
+     "self_attn.k_norm.weight"}};
 
 ImportedModel read_hf(const Json& config, const std::string& config_source, CheckpointTensors tensors,
                       const std::string& tensors_source, bool widen) {

@@ -49,18 +49,20 @@ ModelSpec chip_spec(const ModelSpec& spec, int64_t tp) {
 }
 
 bool is_split_weight(const std::string& name) {
-  for (const char* suffix : {".wq", ".wk", ".wv", ".wo", ".w1", ".w2", ".w3"})
+  for (const char* suffix : {".wq", ".wk", ".wv", ".wo", ".w1", ".w2", ".w3", ".bq", ".bk", ".bv"})
     if (name.ends_with(suffix)) return true;
   return false;
 }
 
 namespace {
 
-// Rows [first, first + count) of a 2-D tensor.
+// Rows [first, first + count) of a 2-D tensor, or elements of a 1-D one.
 Tensor take_rows(const Tensor& t, int64_t first, int64_t count) {
-  const int64_t cols = t.shape()[1];
+  const int64_t cols = t.type().rank() == 1 ? 1 : t.shape()[1];
   const size_t w = dtype_size(t.dtype());
-  Tensor out({t.dtype(), {count, cols}});
+  Shape shape = t.shape();
+  shape[0] = count;
+  Tensor out({t.dtype(), shape});
   std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(first * cols) * w, size_t(count * cols) * w);
   return out;
 }
@@ -83,8 +85,9 @@ TensorMap shard_weights(const TensorMap& weights, const ModelSpec& spec, int64_t
   const int64_t q = spec.heads / tp * E, kv = spec.kv_heads / tp * E, f = spec.ffn / tp;
   TensorMap out;
   for (const auto& [name, t] : weights) {
-    if (name.ends_with(".wq")) out.emplace(name, take_rows(t, chip * q, q));
-    else if (name.ends_with(".wk") || name.ends_with(".wv")) out.emplace(name, take_rows(t, chip * kv, kv));
+    if (name.ends_with(".wq") || name.ends_with(".bq")) out.emplace(name, take_rows(t, chip * q, q));
+    else if (name.ends_with(".wk") || name.ends_with(".wv") || name.ends_with(".bk") || name.ends_with(".bv"))
+      out.emplace(name, take_rows(t, chip * kv, kv));
     else if (name.ends_with(".wo")) out.emplace(name, take_columns(t, chip * q, q));
     else if (name.ends_with(".w1") || name.ends_with(".w3")) out.emplace(name, take_rows(t, chip * f, f));
     else if (name.ends_with(".w2")) out.emplace(name, take_columns(t, chip * f, f));

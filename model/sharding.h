@@ -1,7 +1,8 @@
 // How a tp split divides the model (Megatron style): chip c of tp holds query heads
 // [c H/tp, (c+1) H/tp), the kv heads they read [c K/tp, (c+1) K/tp), and ffn columns
-// [c F/tp, (c+1) F/tp). q, k, v, w1 and w3 are split by rows (their outputs), wo and
-// w2 by columns (their inputs); norms, the embedding and the head are replicated.
+// [c F/tp, (c+1) F/tp). q, k, v, w1 and w3 are split by rows (their outputs), and the
+// q, k, v biases with them; wo and w2 by columns (their inputs); norms (the per-head q
+// and k norms too), the embedding and the head are replicated.
 // Each chip's kv caches hold its kv heads: [C, K/tp, E] (or [R, C, K/tp, E]).
 #pragma once
 

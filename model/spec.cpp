@@ -13,6 +13,26 @@ namespace cutcheck {
 
 std::string rope_style_name(RopeStyle style) { return style == RopeStyle::interleaved ? "interleaved" : "half"; }
 
+double rope_frequency(const ModelSpec& spec, int64_t i) {
+  const double base = std::pow(spec.rope_theta, -2.0 * double(i) / double(spec.head_dim));
+  const RopeScaling& s = spec.rope_scaling;
+  switch (s.type) {
+    case RopeScalingType::none: return base;
+    case RopeScalingType::linear: return base / s.factor;
+    case RopeScalingType::llama3: {
+      // By wavelength 2 pi / freq against the original context: short waves (under
+      // context / high_freq_factor) stay, long ones (over context / low_freq_factor) are
+      // divided by factor, and those between blend linearly in context / wavelength.
+      const double wavelength = 2 * M_PI / base, context = double(s.original_max_position_embeddings);
+      if (wavelength < context / s.high_freq_factor) return base;
+      if (wavelength > context / s.low_freq_factor) return base / s.factor;
+      const double smooth = (context / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      return (1 - smooth) * base / s.factor + smooth * base;
+    }
+  }
+  return base;
+}
+
 void ModelSpec::validate() const {
   auto positive = [&](const char* field, int64_t value) {
     if (value <= 0) throw SpecError(fmt::format("spec '{}': {} must be positive, got {}", name, field, value));
@@ -36,6 +56,34 @@ void ModelSpec::validate() const {
     throw SpecError(fmt::format("spec '{}': rope_theta must be a positive finite number, got {}", name, rope_theta));
   if (dtype != DType::f32 && !is_half(dtype))
     throw SpecError(fmt::format("spec '{}': dtype must be f32, bf16 or f16, got {}", name, dtype_name(dtype)));
+  const RopeScaling& rs = rope_scaling;
+  auto positive_number = [&](const char* field, double value) {
+    if (!std::isfinite(value) || value <= 0)
+      throw SpecError(fmt::format("spec '{}': rope_scaling.{} must be a positive finite number, got {}", name, field, value));
+  };
+  if (rs.type != RopeScalingType::none) {
+    positive_number("factor", rs.factor);
+    if (rs.factor < 1)
+      throw SpecError(fmt::format("spec '{}': rope_scaling.factor must be at least 1 (it stretches the context), got {}",
+                                  name, rs.factor));
+  }
+  if (rs.type == RopeScalingType::llama3) {
+    positive_number("low_freq_factor", rs.low_freq_factor);
+    positive_number("high_freq_factor", rs.high_freq_factor);
+    if (rs.high_freq_factor <= rs.low_freq_factor)
+      throw SpecError(fmt::format("spec '{}': rope_scaling.high_freq_factor ({}) must be larger than low_freq_factor ({})",
+                                  name, rs.high_freq_factor, rs.low_freq_factor));
+    if (rs.original_max_position_embeddings <= 0 || rs.original_max_position_embeddings > INT32_MAX)
+      throw SpecError(fmt::format("spec '{}': rope_scaling.original_max_position_embeddings must be in [1, 2^31 - 1], got {}",
+                                  name, rs.original_max_position_embeddings));
+  }
+  if (rs.type == RopeScalingType::none && !(rs == RopeScaling{}))
+    throw SpecError(fmt::format("spec '{}': rope_scaling has parameters but no type", name));
+  if (rs.type == RopeScalingType::linear && !(rs == RopeScaling{RopeScalingType::linear, rs.factor}))
+    throw SpecError(fmt::format("spec '{}': rope_scaling of type linear takes only a factor", name));
+  if (sliding_window < 0 || sliding_window > INT32_MAX)
+    throw SpecError(fmt::format("spec '{}': sliding_window must be in [1, 2^31 - 1] (0 for none), got {}", name,
+                                sliding_window));
 }
 
 std::string ModelSpec::summary() const {
@@ -43,7 +91,22 @@ std::string ModelSpec::summary() const {
                      "rope_theta={} rope_style={} tied={}",
                      name, vocab, dim, layers, heads, kv_heads, head_dim, ffn, norm_eps, rope_theta,
                      rope_style_name(rope_style), tied) +
-         (dtype == DType::f32 ? "" : fmt::format(" dtype={}", dtype_name(dtype)));
+         knob_summary();
+}
+
+std::string ModelSpec::knob_summary() const {
+  std::string out;
+  const RopeScaling& rs = rope_scaling;
+  if (rs.type == RopeScalingType::linear) out += fmt::format(" rope_scaling=linear(factor={})", rs.factor);
+  if (rs.type == RopeScalingType::llama3)
+    out += fmt::format(" rope_scaling=llama3(factor={},low_freq_factor={},high_freq_factor={},"
+                       "original_max_position_embeddings={})",
+                       rs.factor, rs.low_freq_factor, rs.high_freq_factor, rs.original_max_position_embeddings);
+  if (attention_bias) out += " attention_bias=true";
+  if (qk_norm) out += " qk_norm=true";
+  if (sliding_window > 0) out += fmt::format(" sliding_window={}", sliding_window);
+  if (dtype != DType::f32) out += fmt::format(" dtype={}", dtype_name(dtype));
+  return out;
 }
 
 Json ModelSpec::to_json() const {
@@ -53,14 +116,65 @@ Json ModelSpec::to_json() const {
               {"head_dim", head_dim}, {"ffn", ffn},
               {"norm_eps", norm_eps}, {"rope_theta", rope_theta},
               {"rope_style", rope_style_name(rope_style)}, {"tied", tied}};
+  // The knobs only where they are set, so that a plain Llama spec reads as it always has.
+  const RopeScaling& rs = rope_scaling;
+  if (rs.type == RopeScalingType::linear) json["rope_scaling"] = {{"type", "linear"}, {"factor", rs.factor}};
+  if (rs.type == RopeScalingType::llama3)
+    json["rope_scaling"] = {{"type", "llama3"},
+                            {"factor", rs.factor},
+                            {"low_freq_factor", rs.low_freq_factor},
+                            {"high_freq_factor", rs.high_freq_factor},
+                            {"original_max_position_embeddings", rs.original_max_position_embeddings}};
+  if (attention_bias) json["attention_bias"] = true;
+  if (qk_norm) json["qk_norm"] = true;
+  if (sliding_window > 0) json["sliding_window"] = sliding_window;
   if (dtype != DType::f32) json["dtype"] = dtype_name(dtype);  // absent means f32, as in files written before it
   return json;
+}
+
+namespace {
+
+// The object under "rope_scaling": {"type": "linear", "factor"} or {"type": "llama3",
+// "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}.
+RopeScaling read_rope_scaling(const Json& json, const std::string& source) {
+  const std::string where = source + ": rope_scaling";
+  if (!json.is_object()) throw FormatError(fmt::format("{}: must be an object with a \"type\"", where));
+  const std::string type = json_string(json, "type", where);
+  std::vector<const char*> keys{"type", "factor"};
+  RopeScaling rs;
+  if (type == "linear") {
+    rs.type = RopeScalingType::linear;
+  } else if (type == "llama3") {
+    rs.type = RopeScalingType::llama3;
+    keys.insert(keys.end(), {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  } else {
+    throw FormatError(fmt::format("{}: field 'type' must be \"linear\" or \"llama3\", got \"{}\"", where, type));
+  }
+  for (auto it = json.begin(); it != json.end(); ++it)
+    if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }) == keys.end())
+      throw FormatError(fmt::format("{}: unknown field '{}' for type {}", where, it.key(), type));
+  return read_rope_scaling_parameters(rs.type, json, where);
+}
+
+}  // namespace
+
+RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json, const std::string& where) {
+  RopeScaling rs{type};
+  if (type == RopeScalingType::none) return rs;
+  rs.factor = json_number(json, "factor", where);
+  if (type == RopeScalingType::llama3) {
+    rs.low_freq_factor = json_number(json, "low_freq_factor", where);
+    rs.high_freq_factor = json_number(json, "high_freq_factor", where);
+    rs.original_max_position_embeddings = json_int(json, "original_max_position_embeddings", where);
+  }
+  return rs;
 }
 
 ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: a spec must be a JSON object", source));
   static const char* known[] = {"name", "vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
-                                "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype"};
+                                "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype",
+                                "rope_scaling", "attention_bias", "qk_norm", "sliding_window"};
   for (auto it = json.begin(); it != json.end(); ++it) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) ==
         std::end(known))
@@ -86,6 +200,16 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
     const std::string dtype = json_string(json, "dtype", source);
     if (!parse_dtype(dtype, spec.dtype) || (spec.dtype != DType::f32 && !is_half(spec.dtype)))
       throw FormatError(fmt::format("{}: field 'dtype' must be \"f32\", \"bf16\" or \"f16\", got \"{}\"", source, dtype));
+  }
+  if (json.contains("rope_scaling") && !json["rope_scaling"].is_null())
+    spec.rope_scaling = read_rope_scaling(json["rope_scaling"], source);
+  if (json.contains("attention_bias")) spec.attention_bias = json_bool(json, "attention_bias", source);
+  if (json.contains("qk_norm")) spec.qk_norm = json_bool(json, "qk_norm", source);
+  if (json.contains("sliding_window") && !json["sliding_window"].is_null()) {
+    spec.sliding_window = json_int(json, "sliding_window", source);
+    if (spec.sliding_window <= 0)
+      throw SpecError(fmt::format("{}: field 'sliding_window' must be positive (leave it out for none), got {}", source,
+                                  spec.sliding_window));
   }
   try {
     spec.validate();
@@ -117,6 +241,16 @@ const std::vector<Builtin>& builtins() {
     s.norm_eps = norm_eps;
     return s;
   };
+  // Llama 3's rule with its published low/high frequency factors (1, 4) and original
+  // context (8192); the factor is 32 for Llama 3.2 1B, 8 for Llama 3.1 8B.
+  auto llama3_scaled = [](ModelSpec s, double factor) {
+    s.rope_scaling = RopeScaling{RopeScalingType::llama3, factor, 1.0, 4.0, 8192};
+    return s;
+  };
+  auto with_qk_norm = [](ModelSpec s) {
+    s.qk_norm = true;
+    return s;
+  };
   static const std::vector<Builtin> table = {
       {"small enough for thousands of cases per second",
        make("tiny", 32, 16, 2, 4, 2, 4, 24, 10000, RopeStyle::interleaved, true)},
@@ -127,13 +261,13 @@ const std::vector<Builtin>& builtins() {
       {"the shapes of Llama 3.2 1B (Hugging Face rotary layout)",
        make("llama1b", 32000, 2048, 16, 32, 8, 64, 8192, 500000, RopeStyle::half, true)},
       // Today's common sizes as their checkpoints ship them: bf16, Hugging Face's rotary
-      // layout. The shapes only: docs/checkpoints.md lists what the real models add.
-      {"Llama 3.2 1B's shapes in bf16 (2.5 GB of weights)",
-       in_bf16(make("llama3-1b", 128256, 2048, 16, 32, 8, 64, 8192, 500000, RopeStyle::half, true), 1e-5)},
-      {"Llama 3.1 8B's shapes in bf16 (16 GB of weights)",
-       in_bf16(make("llama3-8b", 128256, 4096, 32, 32, 8, 128, 14336, 500000, RopeStyle::half, false), 1e-5)},
-      {"Qwen3 0.6B's shapes in bf16 (head_dim 128 apart from dim / heads)",
-       in_bf16(make("qwen3-0.6b", 151936, 1024, 28, 16, 8, 128, 3072, 1000000, RopeStyle::half, true), 1e-6)},
+      // layout, and the knobs of their config.json (docs/spec-knobs.md); seeded weights.
+      {"Llama 3.2 1B's shapes in bf16, llama3 rope scaling (2.5 GB of weights)",
+       llama3_scaled(in_bf16(make("llama3-1b", 128256, 2048, 16, 32, 8, 64, 8192, 500000, RopeStyle::half, true), 1e-5), 32)},
+      {"Llama 3.1 8B's shapes in bf16, llama3 rope scaling (16 GB of weights)",
+       llama3_scaled(in_bf16(make("llama3-8b", 128256, 4096, 32, 32, 8, 128, 14336, 500000, RopeStyle::half, false), 1e-5), 8)},
+      {"Qwen3 0.6B's shapes in bf16, qk_norm (head_dim 128 apart from dim / heads)",
+       with_qk_norm(in_bf16(make("qwen3-0.6b", 151936, 1024, 28, 16, 8, 128, 3072, 1000000, RopeStyle::half, true), 1e-6))},
   };
   return table;
 }

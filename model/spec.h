@@ -15,6 +15,28 @@ enum class RopeStyle { interleaved, half };
 
 std::string rope_style_name(RopeStyle style);
 
+// How rotary frequencies are rescaled for contexts longer than the model was trained on
+// (docs/spec-knobs.md gives each rule and where it is published). `none` keeps
+// freq_i = rope_theta^(-2i / head_dim); `linear` divides every frequency by `factor`;
+// `llama3` divides the low frequencies by `factor`, keeps the high ones and blends
+// between them, by wavelength against original_max_position_embeddings.
+enum class RopeScalingType { none, linear, llama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  double factor = 1;
+  double low_freq_factor = 1;                      // llama3 only
+  double high_freq_factor = 4;                     // llama3 only
+  int64_t original_max_position_embeddings = 8192;  // llama3 only
+
+  bool operator==(const RopeScaling&) const = default;
+};
+
+// The parameters of a scaling `type` from a JSON object under their names (the spec's and
+// transformers' alike): `factor`, and for llama3 `low_freq_factor`, `high_freq_factor`,
+// `original_max_position_embeddings`. Throws FormatError naming `where` and the key.
+RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json, const std::string& where);
+
 struct ModelSpec {
   std::string name = "custom";
   int64_t vocab = 0;     // V
@@ -31,6 +53,12 @@ struct ModelSpec {
   // The weights' element type: f32, or bf16 / f16 as checkpoints store them. Programs
   // declare weights in it and widen them to f32 where they are used (docs/language.md).
   DType dtype = DType::f32;
+  // The knobs of newer checkpoints; their defaults are the plain Llama model, and a spec
+  // JSON leaves out a knob at its default.
+  RopeScaling rope_scaling;
+  bool attention_bias = false;  // q, k, v projections add a bias (Qwen2)
+  bool qk_norm = false;         // RMSNorm over each head of q and k before rotary (Qwen3)
+  int64_t sliding_window = 0;   // 0: none; W: a query at p sees keys at (p - W, p] (Mistral)
 
   int64_t group() const { return heads / kv_heads; }  // query heads per kv head
   int64_t q_width() const { return heads * head_dim; }
@@ -39,6 +67,7 @@ struct ModelSpec {
   // Throws SpecError naming the first field that is impossible.
   void validate() const;
   std::string summary() const;  // one line, for reports and counterexamples
+  std::string knob_summary() const;  // the knobs that are set, " name=value" each; "" for none
 
   Json to_json() const;
   // Reads and validates; `source` names the document in errors.
@@ -46,6 +75,11 @@ struct ModelSpec {
 
   bool operator==(const ModelSpec&) const = default;
 };
+
+// The frequency of rotary pair i (0 <= i < head_dim / 2) in double, scaling applied: the
+// rule as published, for the oracle and for hand-checked tests (the author writes the
+// same rule as program ops).
+double rope_frequency(const ModelSpec& spec, int64_t i);
 
 std::vector<std::string> builtin_spec_names();
 // Throws SpecError for an unknown name.

@@ -20,6 +20,11 @@ std::string wq(int64_t l) { return fmt::format("layers.{}.attention.wq", l); }
 std::string wk(int64_t l) { return fmt::format("layers.{}.attention.wk", l); }
 std::string wv(int64_t l) { return fmt::format("layers.{}.attention.wv", l); }
 std::string wo(int64_t l) { return fmt::format("layers.{}.attention.wo", l); }
+std::string bq(int64_t l) { return fmt::format("layers.{}.attention.bq", l); }
+std::string bk(int64_t l) { return fmt::format("layers.{}.attention.bk", l); }
+std::string bv(int64_t l) { return fmt::format("layers.{}.attention.bv", l); }
+std::string q_norm(int64_t l) { return fmt::format("layers.{}.attention.q_norm", l); }
+std::string k_norm(int64_t l) { return fmt::format("layers.{}.attention.k_norm", l); }
 std::string ffn_norm(int64_t l) { return fmt::format("layers.{}.ffn_norm", l); }
 std::string w1(int64_t l) { return fmt::format("layers.{}.feed_forward.w1", l); }
 std::string w2(int64_t l) { return fmt::format("layers.{}.feed_forward.w2", l); }
@@ -38,6 +43,15 @@ std::vector<WeightInfo> weight_layout(const ModelSpec& spec) {
     out.push_back({weight::wk(l), {KV, D}});
     out.push_back({weight::wv(l), {KV, D}});
     out.push_back({weight::wo(l), {D, Q}});
+    if (spec.attention_bias) {
+      out.push_back({weight::bq(l), {Q}});
+      out.push_back({weight::bk(l), {KV}});
+      out.push_back({weight::bv(l), {KV}});
+    }
+    if (spec.qk_norm) {
+      out.push_back({weight::q_norm(l), {spec.head_dim}});
+      out.push_back({weight::k_norm(l), {spec.head_dim}});
+    }
     out.push_back({weight::ffn_norm(l), {D}});
     out.push_back({weight::w1(l), {F, D}});
     out.push_back({weight::w2(l), {D, F}});
@@ -54,6 +68,10 @@ bool is_norm(const std::string& name) {
   return name == weight::final_norm() || name.ends_with("_norm");
 }
 
+bool is_bias(const std::string& name) {
+  return name.ends_with(".bq") || name.ends_with(".bk") || name.ends_with(".bv");
+}
+
 // The seeded values of one weight, in order, stored in the spec's dtype (bf16 and f16
 // round the f32 values to nearest); each depends only on (seed, name).
 class SeededValues {
@@ -63,7 +81,7 @@ class SeededValues {
     // Half-width a of a uniform [-a, a] with standard deviation sd: a = sqrt(3) sd.
     double sd = 1.0 / std::sqrt(double(w.shape.back()));
     if (w.name.ends_with(".wo") || w.name.ends_with(".w2")) sd *= 1.0 / std::sqrt(2.0 * double(spec.layers));
-    half_width_ = float(std::sqrt(3.0) * sd);
+    half_width_ = is_bias(w.name) ? 0.5f : float(std::sqrt(3.0) * sd);
   }
 
   // Fills `out` with the next out.size() / element-size values.

@@ -18,6 +18,11 @@ std::string wq(int64_t l);               // layers.l.attention.wq [H*E, D]
 std::string wk(int64_t l);               // layers.l.attention.wk [K*E, D]
 std::string wv(int64_t l);               // layers.l.attention.wv [K*E, D]
 std::string wo(int64_t l);               // layers.l.attention.wo [D, H*E]
+std::string bq(int64_t l);               // layers.l.attention.bq [H*E], with attention_bias
+std::string bk(int64_t l);               // layers.l.attention.bk [K*E], with attention_bias
+std::string bv(int64_t l);               // layers.l.attention.bv [K*E], with attention_bias
+std::string q_norm(int64_t l);           // layers.l.attention.q_norm [E], with qk_norm
+std::string k_norm(int64_t l);           // layers.l.attention.k_norm [E], with qk_norm
 std::string ffn_norm(int64_t l);         // layers.l.ffn_norm [D]
 std::string w1(int64_t l);               // layers.l.feed_forward.w1 [F, D] (gate)
 std::string w2(int64_t l);               // layers.l.feed_forward.w2 [D, F] (down)
@@ -38,7 +43,8 @@ std::vector<WeightInfo> weight_layout(const ModelSpec& spec);
 // Seeded weights for any spec. Each tensor's values depend only on (seed, name), and
 // are uniform with the spread of a standard initialisation: projections 1/sqrt(fan_in),
 // the residual outputs (wo, w2) further by 1/sqrt(2 layers) so activations stay near
-// unit scale however deep the model is, norm gains in [0.5, 1.5].
+// unit scale however deep the model is, norm gains in [0.5, 1.5], biases uniform in
+// [-0.5, 0.5] (as large as a trained model's, so that a dropped one shows).
 // Weights are in the spec's dtype: bf16 and f16 round those values to nearest.
 TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
 // Writes the same weights to DIR/model.safetensors piece by piece, the same bytes as

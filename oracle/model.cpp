@@ -1,4 +1,5 @@
-// The model as the brief states it, in llama2.c's order: RMSNorm, q/k/v, rotary, the
+// The model as the brief states it, in llama2.c's order: RMSNorm, q/k/v (plus their
+// biases, then each q and k head RMS-normed, where the spec's knobs say so), rotary, the
 // cache write, grouped-query attention over positions 0..pos, the output projection, the
 // residual, RMSNorm, SwiGLU, the residual; then the final norm and the classifier.
 // Everything is double; weights and caches are read from their f32 tensors.
@@ -36,13 +37,14 @@ Vec rms_norm(const Vec& x, const Vec& weight, double eps) {
   return weight.cwiseProduct(x / std::sqrt(x.squaredNorm() / double(x.size()) + eps));
 }
 
-// Rotates each head of `v` by pos * theta^(-2i / E) on its pairs: (2i, 2i+1) for
-// interleaved, (i, i + E/2) for half.
+// Rotates each head of `v` by pos * freq_i on its pairs: (2i, 2i+1) for interleaved,
+// (i, i + E/2) for half. freq_i = theta^(-2i / E), rescaled by rope_scaling
+// (rope_frequency, model/spec.h, writes out the published rules).
 void rotate(Vec& v, int64_t heads, int64_t pos, const ModelSpec& spec) {
   const int64_t E = spec.head_dim;
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < E / 2; ++i) {
-      double angle = double(pos) * std::pow(spec.rope_theta, -2.0 * double(i) / double(E));
+      double angle = double(pos) * rope_frequency(spec, i);
       int64_t a = h * E + (spec.rope_style == RopeStyle::interleaved ? 2 * i : i);
       int64_t b = h * E + (spec.rope_style == RopeStyle::interleaved ? 2 * i + 1 : i + E / 2);
       double x0 = v[a], x1 = v[b];
@@ -64,23 +66,37 @@ Oracle::Projections Oracle::project(int64_t l, const Vec& x, int64_t pos) const 
   Vec xn = rms_norm(x, vector(weights_, weight::attention_norm(l)), spec_.norm_eps);
   Projections p{matvec(matrix(weights_, weight::wq(l)), xn), matvec(matrix(weights_, weight::wk(l)), xn),
                 matvec(matrix(weights_, weight::wv(l)), xn)};
+  if (spec_.attention_bias) {
+    p.q += vector(weights_, weight::bq(l));
+    p.k += vector(weights_, weight::bk(l));
+    p.v += vector(weights_, weight::bv(l));
+  }
+  if (spec_.qk_norm) {  // each head of q and k on its own, before rotary
+    const int64_t E = spec_.head_dim;
+    const Vec qw = vector(weights_, weight::q_norm(l)), kw = vector(weights_, weight::k_norm(l));
+    for (int64_t h = 0; h < spec_.heads; ++h) p.q.segment(h * E, E) = rms_norm(p.q.segment(h * E, E), qw, spec_.norm_eps);
+    for (int64_t h = 0; h < spec_.kv_heads; ++h) p.k.segment(h * E, E) = rms_norm(p.k.segment(h * E, E), kw, spec_.norm_eps);
+  }
   rotate(p.q, spec_.heads, pos, spec_);
   rotate(p.k, spec_.kv_heads, pos, spec_);
   return p;
 }
 
-// softmax(q_h . k_c / sqrt(E)) over c = 0..pos, then the weighted sum of v_c, per query
-// head h, which reads kv head h / (heads / kv_heads).
+// softmax(q_h . k_c / sqrt(E)) over c = 0..pos (over pos - W < c <= pos with a sliding
+// window W), then the weighted sum of v_c, per query head h, which reads kv head
+// h / (heads / kv_heads).
 Vec Oracle::attend(const Vec& q, int64_t pos, const Cache& cache) const {
   const int64_t E = spec_.head_dim, group = spec_.heads / spec_.kv_heads;
+  const int64_t first = spec_.sliding_window > 0 ? std::max<int64_t>(0, pos - spec_.sliding_window + 1) : 0;
   Vec out = Vec::Zero(spec_.heads * E);
   for (int64_t h = 0; h < spec_.heads; ++h) {
     const int64_t kv = h / group;
-    Vec scores(pos + 1);
-    for (int64_t c = 0; c <= pos; ++c) scores[c] = q.segment(h * E, E).dot(cache.k(c).segment(kv * E, E)) / std::sqrt(double(E));
+    Vec scores(pos + 1 - first);
+    for (int64_t c = first; c <= pos; ++c)
+      scores[c - first] = q.segment(h * E, E).dot(cache.k(c).segment(kv * E, E)) / std::sqrt(double(E));
     Vec weights = (scores.array() - scores.maxCoeff()).exp();
     weights /= weights.sum();
-    for (int64_t c = 0; c <= pos; ++c) out.segment(h * E, E) += weights[c] * cache.v(c).segment(kv * E, E);
+    for (int64_t c = first; c <= pos; ++c) out.segment(h * E, E) += weights[c - first] * cache.v(c).segment(kv * E, E);
   }
   return out;
 }

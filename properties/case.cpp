@@ -101,8 +101,18 @@ std::vector<int64_t> last_attended(const Case& c) {
   return {c.positions[0]};
 }
 
+std::vector<int64_t> first_attended(const Case& c) {
+  std::vector<int64_t> first = last_attended(c);
+  if (first.empty()) return first;
+  // The first row's window starts W - 1 before it: prefill's row 0 at pos, a decode or
+  // batch row at its own position.
+  if (c.cut.family() == Family::prefill) first = {c.positions[0]};
+  for (int64_t& f : first) f = c.spec.sliding_window > 0 ? std::max<int64_t>(0, f - c.spec.sliding_window + 1) : 0;
+  return first;
+}
+
 TensorMap blank_unattended(TensorMap outputs, const Case& c) {
-  const std::vector<int64_t> last = last_attended(c);
+  const std::vector<int64_t> first = first_attended(c), last = last_attended(c);
   for (auto& [name, t] : outputs) {
     if (last.empty() || (!name.starts_with("k.") && !name.starts_with("v.")) || t.dtype() != DType::f32 ||
         (t.type().rank() != 3 && t.type().rank() != 4))
@@ -111,16 +121,18 @@ TensorMap blank_unattended(TensorMap outputs, const Case& c) {
     const CacheShape cache = CacheShape::of(t.shape());
     if (cache.caches > 1 && cache.caches != int64_t(last.size())) continue;
     auto v = t.as_mut<float>();
-    for (int64_t r = 0; r < cache.caches; ++r)
-      for (int64_t pos = last[size_t(cache.caches > 1 ? r : 0)] + 1; pos < cache.ctx; ++pos)
-        std::fill_n(v.begin() + cache.at(r, pos), cache.width, 0.0f);
+    for (int64_t r = 0; r < cache.caches; ++r) {
+      const size_t i = size_t(cache.caches > 1 ? r : 0);
+      for (int64_t pos = 0; pos < cache.ctx; ++pos)
+        if (pos < first[i] || pos > last[i]) std::fill_n(v.begin() + cache.at(r, pos), cache.width, 0.0f);
+    }
   }
   return outputs;
 }
 
 TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
   Stream data{c.data_seed}, garbage{garbage_seed};
-  const std::vector<int64_t> last = last_attended(c);
+  const std::vector<int64_t> first = first_attended(c), last = last_attended(c);
   TensorMap out;
   for (const Port& port : signature(c.cut, c.spec).inputs) {
     if (port.name == "token") {
@@ -139,11 +151,13 @@ TensorMap case_inputs(const Case& c, uint64_t garbage_seed) {
       const CacheShape cache = CacheShape::of(port.type.shape);
       const float scale = port.name.starts_with("k.") ? c.k_scale : 1.0f;
       auto v = t.as_mut<float>();
-      for (int64_t r = 0; r < cache.caches; ++r)
+      for (int64_t r = 0; r < cache.caches; ++r) {
+        const size_t row = size_t(cache.caches > 1 ? r : 0);
         for (int64_t pos = 0; pos < cache.ctx; ++pos)
           for (int64_t i = 0; i < cache.width; ++i)
             v[size_t(cache.at(r, pos) + i)] =
-                pos <= last[size_t(cache.caches > 1 ? r : 0)] ? scale * data.symmetric() : garbage.garbage();
+                pos >= first[row] && pos <= last[row] ? scale * data.symmetric() : garbage.garbage();
+      }
       out.emplace(port.name, std::move(t));
     }
   }

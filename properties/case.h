@@ -33,7 +33,7 @@ void showValue(const Case& c, std::ostream& os);  // RapidCheck prints counterex
 
 // The cut's inputs: tokens and positions from the case, x uniform in [-1, 1], cache rows
 // up to each row's position uniform in [-1, 1] (k rows times k_scale), and the rows past
-// them garbage (large values, infinities and NaN) from `garbage_seed`.
+// them (and before every sliding window) garbage (large values, infinities and NaN) from `garbage_seed`.
 TensorMap case_inputs(const Case& c, uint64_t garbage_seed);
 inline TensorMap case_inputs(const Case& c) { return case_inputs(c, c.data_seed ^ 0x5eed); }
 
@@ -45,5 +45,8 @@ TensorMap blank_unattended(TensorMap outputs, const Case& c);
 // The last cache row each row of the cut reads (per row for batch, one for the others);
 // rows past it are don't-care. Empty for cuts without a cache.
 std::vector<int64_t> last_attended(const Case& c);
+// The first: 0, or with a sliding window W the first row's position - (W - 1); rows
+// before it lie outside every window and are don't-care too.
+std::vector<int64_t> first_attended(const Case& c);
 
 }  // namespace cutcheck

@@ -11,8 +11,9 @@
 namespace cutcheck {
 namespace {
 
-const char* const fixable[] = {"vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
-                               "ffn", "norm_eps", "rope_theta", "rope_style", "tied"};
+const char* const fixable[] = {"vocab",      "dim",      "layers",       "heads",          "kv_heads",
+                               "head_dim",   "ffn",      "norm_eps",     "rope_theta",     "rope_style",
+                               "tied",       "rope_scaling", "attention_bias", "qk_norm", "sliding_window"};
 
 // A spec every single fixed field can be checked against.
 const ModelSpec& template_spec() {
@@ -27,6 +28,13 @@ const ModelSpec& template_spec() {
 
 int64_t fixed_int(const Json& fixed, const char* field) { return fixed.at(field).get<int64_t>(); }
 
+// `spec` as JSON with one field set: the spec's own reader checks a fixed field.
+Json with_field(const ModelSpec& spec, const std::string& field, const Json& value) {
+  Json probe = spec.to_json();
+  probe[field] = value;
+  return probe;
+}
+
 }  // namespace
 
 void SpecSpace::fix(const std::string& assignment) {
@@ -40,16 +48,15 @@ void SpecSpace::fix(const std::string& assignment) {
   } else {
     if (std::find(std::begin(fixable), std::end(fixable), field) == std::end(fixable))
       throw Error(fmt::format("{}: unknown spec field '{}' (one of vocab, dim, layers, heads, kv_heads, head_dim, "
-                              "ffn, norm_eps, rope_theta, rope_style, tied)",
+                              "ffn, norm_eps, rope_theta, rope_style, tied, rope_scaling, attention_bias, qk_norm, "
+                              "sliding_window)",
                               where, field));
     if (field == "head_dim" && head_dim_from_dim) throw Error(fmt::format("{}: head_dim is fixed to dim/heads", where));
     Json value = Json::parse(text, nullptr, false);
     if (value.is_discarded() || value.is_string()) value = text;  // rope_style=half
     // The field's own checks are the spec's: put it into a valid spec and read that.
-    Json probe = template_spec().to_json();
-    probe[field] = value;
     try {
-      ModelSpec::from_json(probe, where);
+      ModelSpec::from_json(with_field(template_spec(), field, value), where);
     } catch (const SpecError& e) {
       const std::string why = e.what();
       throw Error(fmt::format("{}: {}", where, why.substr(why.find(':') + 2)));
@@ -138,6 +145,29 @@ rc::Gen<ModelSpec> gen_spec(const SpecSpace& space) {
     else
       s.rope_style = *choice_of(RopeStyle::interleaved, RopeStyle::half);
     s.tied = fixed.contains("tied") ? fixed["tied"].get<bool>() : *choice_of(true, false);
+    // The knobs, each on in about a quarter of the specs and off when shrunk. The llama3
+    // contexts put the blend band inside the small specs' wavelengths (2 pi to
+    // 2 pi theta), so all three of its branches are drawn.
+    auto knob = [&](const char* field) {
+      return fixed.contains(field) ? fixed[field].get<bool>() : *choice_of(false, false, false, true);
+    };
+    if (fixed.contains("rope_scaling")) {
+      s.rope_scaling = ModelSpec::from_json(with_field(template_spec(), "rope_scaling", fixed["rope_scaling"]), "--fix")
+                           .rope_scaling;
+    } else {
+      const auto type = *choice_of(RopeScalingType::none, RopeScalingType::none, RopeScalingType::linear,
+                                   RopeScalingType::llama3);
+      if (type == RopeScalingType::linear) s.rope_scaling = {type, *choice_of(2.0, 4.0, 8.0, 1.0, 32.0)};
+      if (type == RopeScalingType::llama3) {
+        const auto [low, high] = *choice_of(std::pair{1.0, 4.0}, std::pair{0.5, 2.0}, std::pair{2.0, 32.0});
+        s.rope_scaling = {type, *choice_of(8.0, 2.0, 32.0), low, high, *choice_of<int64_t>(64, 16, 512, 8192)};
+      }
+    }
+    s.attention_bias = knob("attention_bias");
+    s.qk_norm = knob("qk_norm");
+    if (fixed.contains("sliding_window"))  // null: none
+      s.sliding_window = fixed["sliding_window"].is_null() ? 0 : fixed_int(fixed, "sliding_window");
+    else if (knob("sliding_window")) s.sliding_window = *choice_of<int64_t>(1, 2, 3, 4, 6, 8, 16, 32);
     s.validate();
     return s;
   });

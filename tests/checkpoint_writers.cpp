@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/error.h"
 #include "model/weights.h"
 
 namespace cutcheck::test {
@@ -33,7 +34,7 @@ namespace {
 
 // Rows permuted within each head: out row h*E + to(r) = in row h*E + r.
 Tensor permute_rows(const Tensor& w, int64_t heads, bool meta_to_hf) {
-  const int64_t rows = w.shape()[0], cols = w.shape()[1], E = rows / heads;
+  const int64_t rows = w.shape()[0], cols = w.type().rank() == 1 ? 1 : w.shape()[1], E = rows / heads;
   Tensor out({DType::f32, w.shape()});
   auto in = w.as<float>();
   auto o = out.as_mut<float>();
@@ -107,6 +108,27 @@ HfFolder HfFolder::of(const ModelSpec& spec, const TensorMap& weights, Stored dt
               {"transformers_version", "4.44.0"},
               {"bos_token_id", 1},
               {"eos_token_id", 2}};
+  // The knobs as the architectures that have them write them.
+  if (spec.attention_bias && spec.qk_norm) throw Error("no Hugging Face architecture has both q/k/v biases and qk norms");
+  if (spec.attention_bias) f.config["architectures"] = {"Qwen2ForCausalLM"}, f.config["model_type"] = "qwen2";
+  if (spec.qk_norm) f.config["architectures"] = {"Qwen3ForCausalLM"}, f.config["model_type"] = "qwen3";
+  if (spec.sliding_window > 0) {
+    f.config["sliding_window"] = spec.sliding_window;
+    if (spec.attention_bias || spec.qk_norm) {
+      f.config["use_sliding_window"] = true;
+      f.config["max_window_layers"] = 0;
+    } else {
+      f.config["architectures"] = {"MistralForCausalLM"}, f.config["model_type"] = "mistral";
+    }
+  }
+  const RopeScaling& rs = spec.rope_scaling;
+  if (rs.type == RopeScalingType::linear) f.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rs.factor}};
+  if (rs.type == RopeScalingType::llama3)
+    f.config["rope_scaling"] = {{"rope_type", "llama3"},
+                                {"factor", rs.factor},
+                                {"low_freq_factor", rs.low_freq_factor},
+                                {"high_freq_factor", rs.high_freq_factor},
+                                {"original_max_position_embeddings", rs.original_max_position_embeddings}};
   auto add = [&](const std::string& name, const Tensor& t) { f.tensors.emplace_back(name, t); };
   add("model.embed_tokens.weight", weights.at(weight::embedding()));
   for (int64_t l = 0; l < spec.layers; ++l) {
@@ -115,6 +137,15 @@ HfFolder HfFolder::of(const ModelSpec& spec, const TensorMap& weights, Stored dt
     add(p + "self_attn.q_proj.weight", permute ? meta_to_hf_rows(weights.at(weight::wq(l)), spec.heads) : weights.at(weight::wq(l)));
     add(p + "self_attn.k_proj.weight", permute ? meta_to_hf_rows(weights.at(weight::wk(l)), spec.kv_heads) : weights.at(weight::wk(l)));
     add(p + "self_attn.v_proj.weight", weights.at(weight::wv(l)));
+    if (spec.attention_bias) {  // q's and k's in Hugging Face's order, as their rows
+      add(p + "self_attn.q_proj.bias", permute ? meta_to_hf_rows(weights.at(weight::bq(l)), spec.heads) : weights.at(weight::bq(l)));
+      add(p + "self_attn.k_proj.bias", permute ? meta_to_hf_rows(weights.at(weight::bk(l)), spec.kv_heads) : weights.at(weight::bk(l)));
+      add(p + "self_attn.v_proj.bias", weights.at(weight::bv(l)));
+    }
+    if (spec.qk_norm) {  // one head's gains, in Hugging Face's order too
+      add(p + "self_attn.q_norm.weight", permute ? meta_to_hf_rows(weights.at(weight::q_norm(l)), 1) : weights.at(weight::q_norm(l)));
+      add(p + "self_attn.k_norm.weight", permute ? meta_to_hf_rows(weights.at(weight::k_norm(l)), 1) : weights.at(weight::k_norm(l)));
+    }
     add(p + "self_attn.o_proj.weight", weights.at(weight::wo(l)));
     add(p + "post_attention_layernorm.weight", weights.at(weight::ffn_norm(l)));
     add(p + "mlp.gate_proj.weight", weights.at(weight::w1(l)));

@@ -27,7 +27,10 @@ Tensor meta_to_hf_rows(const Tensor& w, int64_t heads);
 Tensor hf_to_llamacpp_rows(const Tensor& w, int64_t heads);
 
 // A Hugging Face LlamaForCausalLM folder: config.json and the tensors by Hugging Face's
-// names in its layout (f32 values, stored as `dtype`).
+// names in its layout (f32 values, stored as `dtype`). A spec with knobs makes the
+// architecture that has them: Qwen2ForCausalLM (attention_bias), Qwen3ForCausalLM
+// (qk_norm), MistralForCausalLM (sliding_window alone); rope_scaling as transformers
+// writes it.
 struct HfFolder {
   Json config;
   std::vector<std::pair<std::string, Tensor>> tensors;

@@ -148,7 +148,7 @@ expect_refusal() {  # message, then the command: exit 2 and the message on stder
   grep -qF -- "$message" <<<"$out" || { echo "expected '$message' from: $*"; echo "$out"; exit 1; }
 }
 cp -r hf-f32 scaled
-python3 -c "import json; c = json.load(open('scaled/config.json')); c['rope_scaling'] = {'rope_type': 'linear', 'factor': 2.0}
+python3 -c "import json; c = json.load(open('scaled/config.json')); c['rope_scaling'] = {'rope_type': 'yarn', 'factor': 2.0}
 json.dump(c, open('scaled/config.json', 'w'))"
 expect_refusal "scaled/config.json: key 'rope_scaling'" import-hf scaled --out x
 python3 -c "

@@ -54,7 +54,7 @@ class NoBatch : public Backend {
 TEST(BackendSubject, RefusedCutsAreUnsupportedAndTheRestBitwise) {
   NoBatch backend;
   const fs::path work = test::temp_dir("backend-subject");
-  const Subject s = backend_subject(backend, {.tp = {1}, .work = work});
+  const Subject s = backend_subject(backend, {.spec = std::nullopt, .weights = {}, .tp = {1}, .work = work});
   const CheckOptions o{4, 1, true, ""};
   const CheckResult batch = check(find_property("batch_invariance"), s, o);
   EXPECT_TRUE(batch.passed) << batch.failure;

@@ -289,10 +289,36 @@ std::vector<Bad> catalog() {
   // Checkpoints: Hugging Face config.json and GGUF files (tests/test_checkpoints.cpp has more).
   c.push_back({"hf config value of the wrong type", [] { hf_config(R"({"hidden_size": "16"})"); }, is<FormatError>(),
                "hf/config.json: field 'hidden_size' must be an integer, got \"16\""});
-  c.push_back({"hf rope scaling", [] { hf_config(R"({"rope_scaling": {"rope_type": "linear", "factor": 2.0}})"); },
-               is<FormatError>(), "hf/config.json: key 'rope_scaling' is"});
-  c.push_back({"hf qwen3", [] { hf_config(R"({"architectures": ["Qwen3ForCausalLM"]})"); }, is<FormatError>(),
-               "hf/config.json: architecture Qwen3ForCausalLM normalises each head of q and k"});
+  c.push_back({"hf rope scaling of another type", [] { hf_config(R"({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}})"); },
+               is<FormatError>(), "hf/config.json: key 'rope_scaling' is {\"factor\":2.0,\"rope_type\":\"yarn\"}: rope_type \"yarn\""});
+  c.push_back({"hf rope scaling below 1", [] { hf_config(R"({"rope_scaling": {"rope_type": "linear", "factor": 0.5}})"); },
+               is<FormatError>(), "rope_scaling.factor must be at least 1"});
+  c.push_back({"hf qwen2 sliding only some layers", [] {
+                 hf_config(R"({"architectures": ["Qwen2ForCausalLM"], "use_sliding_window": true, "sliding_window": 8,
+                               "max_window_layers": 1})");
+               },
+               is<FormatError>(), "hf/config.json: key 'max_window_layers' slides the window in 1 of 2 layers"});
+  // Spec knobs: the key named.
+  c.push_back({"rope scaling of another type", [] { spec(R"({"rope_scaling": {"type": "yarn", "factor": 2}})"); },
+               is<FormatError>(), "spec.json: rope_scaling: field 'type' must be \"linear\" or \"llama3\", got \"yarn\""});
+  c.push_back({"llama3 scaling without its context", [] {
+                 spec(R"({"rope_scaling": {"type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 4}})");
+               },
+               is<FormatError>(), "spec.json: rope_scaling: missing field 'original_max_position_embeddings'"});
+  c.push_back({"llama3 frequency factors reversed", [] {
+                 spec(R"({"rope_scaling": {"type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1,
+                                           "original_max_position_embeddings": 8192}})");
+               },
+               is<SpecError>(), "rope_scaling.high_freq_factor (1) must be larger than low_freq_factor (4)"});
+  c.push_back({"linear scaling with a llama3 key", [] {
+                 spec(R"({"rope_scaling": {"type": "linear", "factor": 2, "low_freq_factor": 1}})");
+               },
+               is<FormatError>(), "spec.json: rope_scaling: unknown field 'low_freq_factor' for type linear"});
+  c.push_back({"zero sliding window", [] { spec(R"({"sliding_window": 0})"); }, is<SpecError>(),
+               "spec.json: field 'sliding_window' must be positive (leave it out for none), got 0"});
+  c.push_back({"sliding window as text", [] { spec(R"({"sliding_window": "4096"})"); }, is<FormatError>(),
+               "spec.json: field 'sliding_window' must be an integer"});
+  c.push_back({"qk_norm as a number", [] { spec(R"({"qk_norm": 1})"); }, is<FormatError>(), "spec.json: field 'qk_norm'"});
   c.push_back({"hf config that is a FIFO", [] {
                  const fs::path dir = test::temp_dir("hf-fifo");
                  ::mkfifo((dir / "config.json").c_str(), 0600);

@@ -249,6 +249,16 @@ TEST(ImportGguf, UntiedHeadAndOtherAlignments) {
   }
 }
 
+TEST(ImportGguf, LinearRopeScaling) {
+  const ModelSpec spec = builtin_spec("tiny");
+  GgufWriter g = GgufWriter::of(spec, synthetic_weights(spec, 7), Stored::f32);
+  g.set_string("llama.rope.scaling.type", "linear");
+  g.set_f32("llama.rope.scaling.factor", 4.0f);
+  EXPECT_EQ(gguf_model(g, "tiny.gguf").spec.rope_scaling, (RopeScaling{RopeScalingType::linear, 4}));
+  g.set_string("llama.rope.scaling.type", "none");
+  EXPECT_EQ(gguf_model(g, "tiny.gguf").spec.rope_scaling, RopeScaling{});
+}
+
 TEST(ImportHf, UntiedHeadAndMistral) {
   ModelSpec spec = builtin_spec("tiny");
   spec.tied = false;
@@ -262,6 +272,71 @@ TEST(ImportHf, UntiedHeadAndMistral) {
   ImportedModel m = read_hf(dir);
   EXPECT_FALSE(m.spec.tied);
   EXPECT_TRUE(m.weights.at(weight::output()).same_bits(weights.at(weight::output())));
+}
+
+// Qwen2 (q, k, v biases), Qwen3 (q and k norms, heads wider than dim / heads), Mistral
+// (a window) and Llama 3.1's rope_scaling, as the test suite's writer makes them from a
+// spec in Meta's order: each imports as the half-rotary spec with the same knobs, and
+// computes the same logits (within f32 rounding: the layouts sum q . k in other orders).
+TEST(ImportHf, Qwen2Qwen3MistralAndLlama3Knobs) {
+  struct Variant {
+    const char* architecture;
+    void (*set)(ModelSpec&);
+  };
+  const Variant variants[] = {
+      {"Qwen2ForCausalLM", [](ModelSpec& s) { s.attention_bias = true; }},
+      {"Qwen3ForCausalLM", [](ModelSpec& s) { s.qk_norm = true, s.head_dim = 8, s.tied = false; }},
+      {"Qwen2ForCausalLM", [](ModelSpec& s) { s.attention_bias = true, s.sliding_window = 5; }},
+      {"MistralForCausalLM", [](ModelSpec& s) { s.sliding_window = 7; }},
+      {"LlamaForCausalLM", [](ModelSpec& s) { s.rope_scaling = {RopeScalingType::llama3, 8, 1, 4, 64}; }},
+      {"LlamaForCausalLM", [](ModelSpec& s) { s.rope_scaling = {RopeScalingType::linear, 4}; }},
+  };
+  std::vector<int32_t> sequence;
+  for (int32_t i = 0; i < 65; ++i) sequence.push_back((7 * i + 1) % 32);
+  int n = 0;
+  for (const Variant& v : variants) {
+    ModelSpec spec = builtin_spec("tiny");
+    v.set(spec);
+    const TensorMap weights = synthetic_weights(spec, 5);
+    const HfFolder folder = HfFolder::of(spec, weights, Stored::f32);
+    EXPECT_EQ(folder.config.at("architectures")[0], v.architecture);
+    const fs::path dir = test::temp_dir("hf-knobs-" + std::to_string(n++)) / "m";
+    folder.write(dir);
+    const ImportedModel imported = read_hf(dir);
+    ModelSpec expected = spec;
+    expected.name = "m", expected.rope_style = RopeStyle::half;
+    EXPECT_EQ(imported.spec, expected) << imported.spec.summary();
+    // The caches hold k in each layout's own order, so the logits and next tokens speak.
+    ReferenceRunner want(spec, weights), got(imported.spec, imported.weights);
+    for (int64_t rows : {1, 8, 33, 65}) {
+      const Cut cut = Cut::prefill(rows, rows);
+      TensorMap inputs;
+      for (const Port& port : signature(cut, spec).inputs) inputs.emplace(port.name, Tensor(port.type));
+      inputs["tokens"] = Tensor::of_i32({rows}, std::vector<int32_t>(sequence.begin(), sequence.begin() + rows));
+      const TensorMap a = want.run(cut, inputs), b = got.run(cut, inputs);
+      EXPECT_THAT(test::floats(b.at("logits")), ::testing::Pointwise(::testing::FloatNear(2e-5f), test::floats(a.at("logits"))))
+          << v.architecture << " " << spec.knob_summary() << ", " << rows << " rows";
+      EXPECT_TRUE(a.at("next").same_bits(b.at("next")));
+    }
+  }
+}
+
+TEST(ImportHf, QwenWindowsSlideOnlyWhereTheConfigSaysSo) {
+  ModelSpec spec = builtin_spec("tiny");
+  spec.attention_bias = true;
+  HfFolder f = HfFolder::of(spec, synthetic_weights(spec, 5), Stored::f32);
+  // As Qwen2's configs ship: a window size, but use_sliding_window false.
+  f.config["sliding_window"] = 4096;
+  f.config["use_sliding_window"] = false;
+  f.config["max_window_layers"] = 21;
+  EXPECT_EQ(hf_spec(f.config, "q/config.json").sliding_window, 0);
+  // Every layer at or past max_window_layers slides: all of them, or none.
+  f.config["use_sliding_window"] = true;
+  EXPECT_EQ(hf_spec(f.config, "q/config.json").sliding_window, 0);
+  f.config["max_window_layers"] = 0;
+  EXPECT_EQ(hf_spec(f.config, "q/config.json").sliding_window, 4096);
+  f.config["layer_types"] = {"full_attention", "full_attention"};
+  EXPECT_EQ(hf_spec(f.config, "q/config.json").sliding_window, 0);
 }
 
 // Each malformed folder or file: the reader's error names the file and the key or tensor.
@@ -307,16 +382,30 @@ std::vector<Malformed> malformed() {
   return {
       {"hf_unknown_architecture", [](H& h, G&) { h.config["architectures"] = {"GPT2LMHeadModel"}; }, false,
        "config.json: architecture GPT2LMHeadModel is not one cutcheck imports"},
-      {"hf_qwen2", [](H& h, G&) { h.config["architectures"] = {"Qwen2ForCausalLM"}; }, false,
-       "architecture Qwen2ForCausalLM adds biases to the q, k and v projections, and the spec has no attention_bias knob"},
-      {"hf_qwen3", [](H& h, G&) { h.config["architectures"] = {"Qwen3ForCausalLM"}; }, false,
-       "architecture Qwen3ForCausalLM normalises each head of q and k (RMSNorm), and the spec has no qk_norm knob"},
-      {"hf_rope_scaling", [](H& h, G&) { h.config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; }, false,
-       "config.json: key 'rope_scaling' is {\"factor\":8.0,\"rope_type\":\"llama3\"}: it rescales the rotary frequencies"},
+      {"hf_qwen2_without_biases", [](H& h, G&) { h.config["architectures"] = {"Qwen2ForCausalLM"}; }, false,
+       "model.safetensors: tensor 'model.layers.0.self_attn.q_proj.bias' is missing"},
+      {"hf_qwen3_without_qk_norms", [](H& h, G&) { h.config["architectures"] = {"Qwen3ForCausalLM"}; }, false,
+       "model.safetensors: tensor 'model.layers.0.self_attn.q_norm.weight' is missing"},
+      {"hf_rope_scaling_incomplete", [](H& h, G&) { h.config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; },
+       false, "config.json: key 'rope_scaling': missing field 'low_freq_factor'"},
+      {"hf_rope_scaling_dynamic", [](H& h, G&) { h.config["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}}; },
+       false, "config.json: key 'rope_scaling' is {\"factor\":2.0,\"type\":\"dynamic\"}: rope_type \"dynamic\" rescales"},
+      {"hf_rope_scaling_extra_key", [](H& h, G&) {
+         h.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"attention_factor", 0.5}};
+       },
+       false, "config.json: key 'rope_scaling': 'attention_factor' is not read for rope_type \"linear\""},
       {"hf_attention_bias", [](H& h, G&) { h.config["attention_bias"] = true; }, false,
-       "config.json: key 'attention_bias' is true: it adds biases"},
-      {"hf_sliding_window", [](H& h, G&) { h.config["sliding_window"] = 4096; }, false,
-       "config.json: key 'sliding_window' is 4096: it limits how far back attention sees"},
+       "config.json: key 'attention_bias' is true: it adds biases to the q, k, v and o projections"},
+      {"hf_sliding_window_on_llama", [](H& h, G&) { h.config["sliding_window"] = 4096; }, false,
+       "config.json: key 'sliding_window' is 4096: it limits how far back attention sees, and LlamaForCausalLM has no "
+       "window"},
+      {"hf_qwen_mixed_layer_types", [](H& h, G&) {
+         h.config["architectures"] = {"Qwen2ForCausalLM"};
+         h.config["use_sliding_window"] = true;
+         h.config["sliding_window"] = 8;
+         h.config["layer_types"] = {"full_attention", "sliding_attention"};
+       },
+       false, "config.json: key 'layer_types' slides the window in 1 of 2 layers"},
       {"hf_unknown_key", [](H& h, G&) { h.config["partial_rotary_factor"] = 0.5; }, false,
        "config.json: key 'partial_rotary_factor' is not one cutcheck knows"},
       {"hf_gelu", [](H& h, G&) { h.config["hidden_act"] = "gelu"; }, false, "config.json: key 'hidden_act' is \"gelu\""},
@@ -349,8 +438,13 @@ std::vector<Malformed> malformed() {
        "m.gguf: key 'llama.embedding_length' is missing"},
       {"gguf_other_architecture", [](H&, G& g) { g.set_string("general.architecture", "qwen2"); }, true,
        "m.gguf: architecture 'qwen2' is not one cutcheck imports (llama)"},
-      {"gguf_rope_scaling", [](H&, G& g) { g.set_string("llama.rope.scaling.type", "linear"); }, true,
-       "m.gguf: key 'llama.rope.scaling.type' is \"linear\": it rescales"},
+      {"gguf_rope_scaling", [](H&, G& g) { g.set_string("llama.rope.scaling.type", "yarn"); }, true,
+       "m.gguf: key 'llama.rope.scaling.type' is \"yarn\": it rescales"},
+      {"gguf_linear_scaling_below_1", [](H&, G& g) {
+         g.set_string("llama.rope.scaling.type", "linear");
+         g.set_f32("llama.rope.scaling.factor", 0.5f);
+       },
+       true, "m.gguf: the checkpoint describes an impossible model: spec 'm': rope_scaling.factor must be at least 1"},
       {"gguf_unknown_llama_key", [](H&, G& g) { g.set_u32("llama.attention.sliding_window", 4096); }, true,
        "m.gguf: key 'llama.attention.sliding_window' is not one cutcheck knows"},
       {"gguf_partial_rotary", [](H&, G& g) { g.set_u32("llama.rope.dimension_count", 2); }, true,

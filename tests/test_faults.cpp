@@ -37,16 +37,21 @@ TEST_P(EveryFault, FindsItsAnchorsWhereItClaimsAndNowhereElseChangesAnything) {
   ModelSpec interleaved = builtin_spec("tiny");  // 4 heads over 2 kv heads: a real grouping
   ModelSpec half = interleaved;
   half.rope_style = RopeStyle::half;
+  ModelSpec knobs = half;  // every knob on: the knobs' faults act here alone, the others here too
+  knobs.rope_scaling = {RopeScalingType::llama3, 8, 1, 4, 64};
+  knobs.attention_bias = knobs.qk_norm = true;
+  knobs.sliding_window = 4;
   int claimed = 0;
-  for (const ModelSpec& spec : {interleaved, half}) {
+  for (const ModelSpec& spec : {interleaved, half, knobs}) {
     for (CutKind kind : all_cut_kinds()) {
       const Cut cut{kind, 1, 10, 20};  // more than 8 rows, a cache longer than 16
       for (int64_t tp : {int64_t(1), int64_t(2)}) {
         if (tp > 1 && split_unsupported(cut, spec, tp)) continue;
-        const std::string where = fmt::format("{} on {} tp={} ({} rope)", fault.name, cut.str(), tp,
-                                              spec.rope_style == RopeStyle::half ? "half" : "interleaved");
+        const std::string where = fmt::format("{} on {} tp={} ({} rope{})", fault.name, cut.str(), tp,
+                                              spec.rope_style == RopeStyle::half ? "half" : "interleaved",
+                                              spec.knob_summary());
         const std::vector<std::string> clean = texts(cut, spec, tp, nullptr);
-        if (fault.acts_on(cut, tp)) {
+        if (fault.acts_on(cut, tp, spec)) {
           ++claimed;
           std::vector<std::string> faulty;
           ASSERT_NO_THROW(faulty = texts(cut, spec, tp, &fault)) << where;
@@ -67,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(Faults, EveryFault, ::testing::ValuesIn(test::fault_nam
                          [](const auto& info) { return test::param_name(info.param); });
 
 TEST(Faults, TheCatalogKeepsItsShape) {
-  EXPECT_EQ(fault_catalog().size(), 14u);
+  EXPECT_EQ(fault_catalog().size(), 18u);
   int precision_only = 0;
   for (const Fault& f : fault_catalog()) {
     EXPECT_FALSE(f.description.empty()) << f.name;

@@ -52,7 +52,7 @@ Subject planted(const std::string& name, std::function<bool(const Cut&)> where) 
   const Fault& fault = find_fault(name);
   s.runner = [&fault, where](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
     return std::make_unique<RoutedRunner>(where, std::make_unique<ReferenceRunner>(spec, weights),
-                                          std::make_unique<ReferenceRunner>(spec, weights, with_fault(fault)));
+                                          std::make_unique<ReferenceRunner>(spec, weights, with_fault(fault, spec)));
   };
   return s;
 }
@@ -109,6 +109,12 @@ TEST(Planted, CompositionCatchesADroppedLayer) {
   };
   for (const char* name : {"composition.decode", "composition.batch", "composition.prefill", "composition.forward"})
     expect_caught(name, s);
+}
+
+TEST(Planted, OracleCatchesEveryKnobsFault) {
+  // Each acts only on the random specs that have its knob, about a quarter of them.
+  for (const char* fault : {"rope-scaling-ignored", "attention-bias-dropped", "qk-norm-skipped", "sliding-window-off-by-one"})
+    expect_caught("oracle", planted(fault, [](const Cut&) { return true; }));
 }
 
 TEST(Planted, OracleCatchesWrongRotaryGqaAndEpsilon) {
@@ -252,7 +258,7 @@ Subject with_split(std::function<std::unique_ptr<CutRunner>(const ModelSpec&, co
 
 TEST(Planted, SplitCatchesAMissingAllReduce) {
   expect_caught("tp.split_equals_unsplit", with_split([](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
-                  return std::make_unique<SplitRunner>(spec, w, tp, with_fault(find_fault("all-reduce-dropped")));
+                  return std::make_unique<SplitRunner>(spec, w, tp, with_fault(find_fault("all-reduce-dropped"), spec));
                 }));
 }
 
