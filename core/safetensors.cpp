@@ -179,25 +179,30 @@ std::string encode_safetensors_header(const std::map<std::string, TensorType>& t
   return out + text;
 }
 
-std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata) {
+namespace {
+
+// The file: its header, then each tensor's bytes from where they are (mapped weights stay
+// mapped), so a writer never needs the whole file in memory.
+void produce_safetensors(const TensorMap& tensors, const Metadata& metadata, const FileSink& write) {
   std::map<std::string, TensorType> types;
-  uint64_t bytes = 0;
-  for (const auto& [name, t] : tensors) types.emplace(name, t.type()), bytes += t.bytes();
-  std::string out = encode_safetensors_header(types, metadata);
-  out.reserve(out.size() + bytes);
-  for (const auto& [name, t] : tensors) out.append(reinterpret_cast<const char*>(t.raw().data()), t.bytes());
+  for (const auto& [name, t] : tensors) types.emplace(name, t.type());
+  const std::string header = encode_safetensors_header(types, metadata);
+  write(std::as_bytes(std::span(header.data(), header.size())));
+  for (const auto& [name, t] : tensors) write(t.raw());
+}
+
+}  // namespace
+
+std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata) {
+  std::string out;
+  produce_safetensors(tensors, metadata, [&](std::span<const std::byte> bytes) {
+    out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  });
   return out;
 }
 
 void write_safetensors(const fs::path& path, const TensorMap& tensors, const Metadata& metadata) {
-  std::map<std::string, TensorType> types;
-  for (const auto& [name, t] : tensors) types.emplace(name, t.type());
-  const std::string header = encode_safetensors_header(types, metadata);
-  // Tensor by tensor from where they are (mapped weights stay mapped): never the whole file in memory.
-  write_file_atomic(path, [&](const FileSink& write) {
-    write(std::as_bytes(std::span(header.data(), header.size())));
-    for (const auto& [name, t] : tensors) write(t.raw());
-  });
+  write_file_atomic(path, [&](const FileSink& write) { produce_safetensors(tensors, metadata, write); });
 }
 
 }  // namespace cutcheck
