@@ -42,11 +42,23 @@ std::optional<fs::path> shared_dir() {
   return std::nullopt;
 }
 
+namespace {
+std::string temp_prefix() { return fmt::format("cutcheck-test-{}-", ::getpid()); }
+}  // namespace
+
 fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("cutcheck-test-{}-{}", ::getpid(), name);
+  fs::path dir = fs::temp_directory_path() / (temp_prefix() + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+void remove_temp_dirs() {
+  std::error_code ec;
+  std::vector<fs::path> made;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec))
+    if (entry.path().filename().string().starts_with(temp_prefix())) made.push_back(entry.path());
+  for (const fs::path& dir : made) fs::remove_all(dir, ec);
 }
 
 std::vector<std::string> fault_names() {

@@ -27,6 +27,9 @@ std::optional<fs::path> shared_dir();
 
 // A fresh empty folder under the build's temporary directory.
 fs::path temp_dir(const std::string& name);
+// Removes every folder temp_dir made in this process (the test binary's main does, when
+// every test passed; a failure's folders stay to be looked at).
+void remove_temp_dirs();
 
 // The fault catalog's names, for parameterised tests; and a name as a test-name suffix
 // ('-' and '.' become '_').

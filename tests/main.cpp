@@ -3,12 +3,15 @@
 // its own (--gtest_filter=Suite.Name); GTEST_TOTAL_SHARDS then shards that one-test run,
 // so one shard runs it and every other shard runs nothing and passes: a false green.
 // Shard the suite with `ctest -I START,,STRIDE` instead (README, "Use it in your CI").
+// When every test passed, the folders the tests made (test::temp_dir) are removed.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "tests/helpers.h"
 
 namespace {
 
@@ -37,5 +40,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int failed = RUN_ALL_TESTS();
+  if (failed == 0) cutcheck::test::remove_temp_dirs();
+  return failed;
 }
