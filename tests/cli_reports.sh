@@ -58,7 +58,8 @@ done
 
 # Killed with SIGKILL mid-run: the JSON written so far is a valid, partial report.
 export CUTCHECK=$cutcheck CUTCHECK_TEST_SLEEP=0.2
-"$cutcheck" conform --backend "$here/backends/sleepy.sh" --cases 40 --json killed.json > /dev/null 2>&1 &
+# Its scratch folder, which a SIGKILL leaves behind, goes under $work.
+TMPDIR="$work" "$cutcheck" conform --backend "$here/backends/sleepy.sh" --cases 40 --json killed.json > /dev/null 2>&1 &
 pid=$!
 sleep 3
 kill -9 $pid
