@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "conform/backend_runner.h"
+#include "conform/fault_stop.h"
 #include "core/files.h"
 #include "core/safetensors.h"
 #include "core/temp_folder.h"
@@ -18,8 +19,8 @@ namespace {
 class FolderRunner : public CutRunner {
  public:
   FolderRunner(Backend& backend, const ModelSpec& spec, const TensorMap& weights, int64_t tp,
-               const BackendSubjectOptions& o)
-      : folder_(unique_folder(o.work, "runner.")), keep_(o.keep) {
+               const BackendSubjectOptions& o, std::shared_ptr<FaultGate> gate)
+      : folder_(unique_folder(o.work, "runner.")), keep_(o.keep), gate_(std::move(gate)) {
     write_weights(folder_ / "weights", weights, spec);
     if (tp > 1) write_shards(folder_ / "weights", weights, spec, tp);
     runner_ = std::make_unique<BackendRunner>(backend, spec, folder_ / "weights", folder_, tp);
@@ -33,7 +34,7 @@ class FolderRunner : public CutRunner {
   TensorMap run(const Cut& cut, const TensorMap& inputs) override {
     const fs::path run = folder_ / fmt::format("run-{}", runs_++);
     if (keep_) write_safetensors(run.string() + ".inputs.safetensors", inputs);
-    TensorMap out = runner_->run(cut, inputs);
+    TensorMap out = gate_->run([&] { return runner_->run(cut, inputs); });
     if (keep_) {
       write_safetensors(run.string() + ".outputs.safetensors", out);
       write_file_atomic(run.string() + ".cut", cut.str() + "\n");
@@ -44,6 +45,7 @@ class FolderRunner : public CutRunner {
  private:
   fs::path folder_;
   bool keep_;
+  std::shared_ptr<FaultGate> gate_;
   int runs_ = 0;
   std::unique_ptr<BackendRunner> runner_;
 };
@@ -56,11 +58,13 @@ Subject backend_subject(Backend& backend, const BackendSubjectOptions& o) {
   s.agreement = std::make_shared<Agreement>(o.tolerance);
   s.agreement->backend_failure = [](const std::exception& e) { return dynamic_cast<const BackendFailed*>(&e) != nullptr; };
   fs::create_directories(o.work);
-  s.runner = [&backend, o](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
-    return std::make_unique<FolderRunner>(backend, spec, weights, 1, o);
+  auto gate = std::make_shared<FaultGate>(backend.name(), o.same_fault_limit);
+  s.runner = [&backend, o, gate](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
+    return std::make_unique<FolderRunner>(backend, spec, weights, 1, o, gate);
   };
-  s.split_runner = [&backend, o](const ModelSpec& spec, const TensorMap& weights, int64_t tp) -> std::unique_ptr<CutRunner> {
-    return std::make_unique<FolderRunner>(backend, spec, weights, tp, o);
+  s.split_runner = [&backend, o, gate](const ModelSpec& spec, const TensorMap& weights,
+                                       int64_t tp) -> std::unique_ptr<CutRunner> {
+    return std::make_unique<FolderRunner>(backend, spec, weights, tp, o, gate);
   };
   std::vector<int64_t> widths;  // tp 1 splits nothing
   for (int64_t tp : o.tp)

@@ -16,6 +16,7 @@
 #include "conform/bisect.h"
 #include "conform/case_files.h"
 #include "conform/case_pool.h"
+#include "conform/fault_stop.h"
 #include "conform/case_generation.h"
 #include "conform/judge.h"
 #include "conform/report.h"
@@ -195,18 +196,10 @@ void insert_in_order(std::vector<CaseResult>& results, CaseResult r) {
 }  // namespace
 
 std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend) {
-  if (limit < 1 || results.size() != size_t(limit)) return "";
+  std::vector<RunFault> first;
   for (const CaseResult& r : results)
-    if (r.verdict != Verdict::failed || r.fault.empty() || r.fault != results.front().fault) return "";
-  const CaseResult& r = results.front();
-  std::string why = fmt::format("the backend '{}' {} on each of the first {} cases; stopped without shrinking",
-                                backend, r.fault, limit);
-  if (r.fault == "exited with 127") why += " (127: the shell did not find the command?)";
-  std::string tail = r.stderr_tail;
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-  if (size_t at = tail.rfind('\n'); at != std::string::npos) tail = tail.substr(at + 1);
-  if (!tail.empty()) why += fmt::format("; its stderr ends: {}", tail);
-  return why;
+    first.push_back({r.verdict == Verdict::failed ? r.fault : "", r.stderr_tail});
+  return same_fault(first, limit, backend, "cases", "stopped without shrinking");
 }
 
 std::string Shard::str() const { return fmt::format("{}/{}", index, count); }

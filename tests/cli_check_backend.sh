@@ -3,7 +3,8 @@
 # holds every one bitwise but the tp split (its all_reduce sums in another order, within
 # the tolerance); each misbehaving backend (backends/misbehaving.cpp) is told apart: a
 # batch summing in another order agrees within the tolerance, noise on a second run fails
-# determinism, mixed rows fail batch invariance; refusals are "unsupported". Small cases
+# determinism, mixed rows fail batch invariance; refusals are "unsupported"; a backend that
+# cannot run at all stops the check after three runs. Small cases
 # through --serve, so that each check takes a second or two.
 # Usage: cli_check_backend.sh CUTCHECK MISBEHAVING FIXED_FUNCTION MLIR
 set -uo pipefail
@@ -109,6 +110,20 @@ grep -q '<skipped' report.xml || fail "fixed function: unsupported is not a JUni
 CASES=2 check --backend "$backends/unsupported.sh" --filter composition.decode
 [ $? = 1 ] && grep -q "refused every" err.txt || fail "all unsupported: $(cat out.txt err.txt)"
 nothing_left "refusals"
+
+# A backend that cannot run at all (a hang here; a missing command alike): after its first 3
+# runs time out the same way, every later run is skipped, and one STOPPED line says why,
+# instead of every property and its shrinking waiting out timeouts of their own.
+printf '#!/bin/sh\necho run >> "%s/hang-runs.txt"\nexec sh "%s/hang.sh"\n' "$PWD" "$backends" > counting-hang.sh
+chmod +x counting-hang.sh
+check --backend "$PWD/counting-hang.sh" --timeout 1 --tp 1
+[ $? = 1 ] || fail "hang: not exit 1: $(cat out.txt err.txt)"
+grep -q "^STOPPED: the backend '.*hang.sh' timed out on each of the first 3 runs" out.txt ||
+  fail "hang: no STOPPED line: $(cat out.txt)"
+[ "$(verdicts | awk '{ print $2 }' | sort -u)" = fails ] || fail "hang: $(verdicts)"
+# Three runs, and the first failure's reproducer replaying once (the other properties get none).
+[ "$(wc -l < hang-runs.txt)" = 4 ] || fail "hang: $(wc -l < hang-runs.txt) runs: the runs past the third were not skipped"
+nothing_left "hang"
 
 # The MLIR backend in its spec precision: bitwise (README.md has the whole report).
 # Where MLIR 22 is not installed the backend refuses everything: skipped, unless

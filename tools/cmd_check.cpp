@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "conform/backend_subject.h"
+#include "conform/fault_stop.h"
 #include "conform/report.h"
 #include "conform/serve_backend.h"
 #include "core/error.h"
@@ -281,6 +282,13 @@ void run_checks(const Args& a) {
   std::vector<const CheckResult*> failures;
   for (const CheckResult& r : run.results)
     if (!r.passed) failures.push_back(&r);
+  // Failures the fault gate cut short get no reproducer: replaying would only repeat the fault.
+  std::vector<const CheckResult*> skipped;
+  std::erase_if(failures, [&](const CheckResult* r) {
+    if (!skipped_by_fault_gate(r->failure)) return false;
+    skipped.push_back(r);
+    return true;
+  });
   if (on_backend)
     for (const CheckResult* r : failures) {
       const fs::path folder = fs::path(run.reproducers) / r->property;
@@ -301,7 +309,12 @@ void run_checks(const Args& a) {
     if (!r->reproduce.empty()) fmt::print("  reproduce: {}\n", replay_command(run, *r));
     if (on_backend) fmt::print("  reproducer: {}\n", (fs::path(run.reproducers) / r->property).string());
   }
-  if (!failures.empty()) throw CheckFailed(fmt::format("{} of {} properties failed", failures.size(), chosen.size()));
+  if (!skipped.empty())
+    fmt::print("\nSTOPPED: {} ({} {} not checked)\n", fault_stop_reason(skipped.front()->failure), skipped.size(),
+               skipped.size() == 1 ? "property" : "properties");
+  if (!failures.empty() || !skipped.empty())
+    throw CheckFailed(fmt::format("{} of {} properties failed{}", failures.size() + skipped.size(), chosen.size(),
+                                  skipped.empty() ? "" : fmt::format(", {} of them skipped by the fault stop", skipped.size())));
   if (on_backend && std::none_of(run.results.begin(), run.results.end(),
                                  [](const CheckResult& r) { return r.verdict() != "unsupported"; }))
     throw CheckFailed("the backend refused every property's cuts: nothing was checked");
