@@ -16,6 +16,7 @@ void add_spec(CLI::App& app);
 void add_imports(CLI::App& app);  // import-llama2c, import-hf, import-gguf
 void add_check(CLI::App& app);
 void add_conform(CLI::App& app);
+void add_conform_engine(CLI::App& app);
 void add_mutate(CLI::App& app);
 void add_merge_reports(CLI::App& app);
 void add_export_mlir(CLI::App& app);

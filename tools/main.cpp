@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_imports(app);
   cutcheck::cli::add_check(app);
   cutcheck::cli::add_conform(app);
+  cutcheck::cli::add_conform_engine(app);
   cutcheck::cli::add_mutate(app);
   cutcheck::cli::add_merge_reports(app);
   cutcheck::cli::add_export_mlir(app);

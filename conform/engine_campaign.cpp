@@ -1,0 +1,339 @@
+#include "conform/engine_campaign.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "conform/engine_model.h"
+#include "conform/report.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/process.h"
+#include "core/random.h"
+#include "core/temp_folder.h"
+#include "core/version.h"
+#include "model/weights.h"
+
+namespace cutcheck {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The engine's output files may hold a full vocabulary per position; larger is garbage.
+constexpr uint64_t results_cap = uint64_t{1} << 30;
+
+// The last line of what the engine printed, for a one-line message.
+std::string last_line(const std::string& tail) {
+  std::string t = tail;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  const size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+rc::Shrinkable<EngineCase> campaign_case(const rc::Gen<EngineCase>& gen, uint64_t seed, int i) {
+  rc::Random random(mix64(seed, uint64_t(i)));
+  return rc::gen::exec([gen] { return *gen; })(random.split(), 0);
+}
+
+Json run_options_json(const EngineRunOptions& o) {
+  return {{"precision", precision_info(o.precision).name},
+          {"format", model_format_name(o.format)},
+          {"top_k", o.top_k},
+          {"weights", o.weights.empty() ? "" : fs::absolute(o.weights).string()}};
+}
+
+EngineRunOptions run_options_from_json(const Json& json, const std::string& source) {
+  EngineRunOptions o;
+  try {
+    o.precision = parse_precision(json_string(json, "precision", source));
+    o.format = parse_model_format(json_string(json, "format", source));
+  } catch (const FormatError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", source, e.what()));
+  }
+  o.top_k = json_int(json, "top_k", source);
+  o.weights = json_string(json, "weights", source);
+  return o;
+}
+
+// Runs the shrunk case once more inside the reproducer folder, so that it holds the model,
+// the requests and the engine's results of a failing run, and writes case.json and report.txt.
+EngineCaseResult write_reproducer(const EngineCommand& engine, const EngineFailure& f, const EngineRunOptions& o,
+                                  const std::string& command) {
+  fs::remove_all(f.reproducer);
+  EngineCaseResult again = run_engine_case(engine, f.shrunk.c, o, f.reproducer);
+  again.index = f.shrunk.index;
+  Json record = {{"format", "cutcheck-engine-reproducer-1"}, {"case", f.shrunk.c.to_json()}, {"run", run_options_json(o)}};
+  write_file_atomic(f.reproducer / "case.json", record.dump(2) + "\n");
+  const fs::path folder = fs::absolute(f.reproducer);
+  const std::string model = engine_model_path(o.format, folder / "model").string();
+  std::string report = fmt::format("{}\nengine: {}\ncase: {}\nfailure: {}\n", version_line(), engine.command,
+                                   f.shrunk.c.str(), again.failure);
+  for (const OutputError& e : again.errors) report += "  " + output_error_text(e) + "\n";
+  report += fmt::format("re-run: {}\nor by hand: {} run --model {} --format {} --precision {} --requests {} --out results.json\n",
+                        command, engine.command, shell_quote(model), model_format_name(o.format),
+                        precision_info(o.precision).name, shell_quote((folder / "requests.json").string()));
+  if (!again.stderr_tail.empty()) report += "engine stderr (tail):\n" + again.stderr_tail + "\n";
+  write_file_atomic(f.reproducer / "report.txt", report);
+  return again;
+}
+
+Json case_json(const EngineCaseResult& r) {
+  Json errors = Json::array(), positions = Json::array();
+  for (const OutputError& e : r.errors) errors.push_back(output_error_json(e));
+  for (const PositionFigure& p : r.positions)
+    positions.push_back({{"request", p.request}, {"position", p.position}, {"worst_abs", p.worst_abs},
+                         {"bound", p.bound}, {"headroom", p.headroom}, {"exact", p.exact}});
+  return {{"index", r.index},       {"case", r.c.to_json()},          {"text", r.c.str()},
+          {"kind", "engine"},       {"ctx", r.c.longest()},           {"rows", r.c.requests.size()},
+          {"verdict", verdict_name(r.verdict)}, {"failure", r.failure}, {"failure_type", r.failure_type},
+          {"fault", r.fault},       {"stderr_tail", r.stderr_tail},   {"errors", errors},
+          {"ties", r.ties},         {"positions", positions},         {"seconds", r.seconds}};
+}
+
+}  // namespace
+
+EngineDescription EngineCommand::describe() const {
+  const ProcessResult r = run_process(command + " describe", timeout, size_t{1} << 20);
+  if (!r.ok()) throw process_failure(r, fmt::format("the engine's describe ({} describe) failed", command));
+  try {
+    return EngineDescription::from_json(parse_json(r.stdout_tail, "the engine's describe"), "the engine's describe");
+  } catch (const FormatError& e) {
+    throw BackendFailed(e.what(), r.stderr_tail, "", "protocol");
+  }
+}
+
+EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& c, const EngineRunOptions& o,
+                                 const fs::path& work) {
+  const auto start = Clock::now();
+  EngineCaseResult r{c};
+  // cutcheck's part: the weights, the reference's expectations, the model file.
+  const TensorMap weights = o.weights.empty() ? synthetic_weights(c.spec, c.weight_seed) : read_weights(o.weights, c.spec);
+  ReferenceRunner reference(c.spec, weights);
+  const Tolerance tolerance = Tolerance::bound(o.precision);
+  std::vector<RequestExpectation> expected;
+  std::vector<std::vector<std::vector<int32_t>>> include;
+  for (const EngineRequest& request : c.requests) {
+    expected.push_back(expect_request(reference, request, tolerance));
+    auto& mine = include.emplace_back();
+    for (int64_t p : request.positions) mine.push_back({expected.back().at.at(p).next});
+  }
+  fs::create_directories(work);
+  const fs::path model = write_engine_model(o.format, work / "model", c.spec, weights);
+  const fs::path requests = work / "requests.json", out = work / "results.json";
+  write_file_atomic(requests, requests_json(c.spec.vocab, o.top_k, c.requests, include).dump() + "\n");
+  fs::remove(out);
+
+  // The engine's part: whatever goes wrong here is the engine's.
+  const std::string command =
+      fmt::format("{} run --model {} --format {} --precision {} --requests {} --out {}", engine.command,
+                  shell_quote(fs::absolute(model).string()), model_format_name(o.format), precision_info(o.precision).name,
+                  shell_quote(fs::absolute(requests).string()), shell_quote(fs::absolute(out).string()));
+  const ProcessResult p = run_process(command, engine.timeout, 8192);
+  r.stderr_tail = p.stderr_tail;
+  if (!p.timed_out && p.exit_code == 77) {
+    r.verdict = Verdict::unsupported;
+    r.failure = "the engine does not run this model (exit 77)" + (p.stderr_tail.empty() ? "" : ": " + last_line(p.stderr_tail));
+  } else if (!p.ok()) {
+    const BackendFailed f = process_failure(p, "");
+    r.verdict = Verdict::failed;
+    r.fault = f.fault;
+    r.failure_type = f.type;
+    r.failure = "the engine " + f.fault;
+  } else {
+    std::vector<EngineResult> results;
+    try {
+      if (!fs::exists(fs::symlink_status(out)))
+        throw FormatError(fmt::format("{}: the engine exited 0 without writing its results", out.string()));
+      if (!fs::is_regular_file(out))
+        throw FormatError(fmt::format("{}: the engine's results are not a regular file", out.string()));
+      results = parse_results(parse_json(read_file(out, results_cap), "results.json"), c.requests, c.spec.vocab, o.top_k,
+                              "results.json");
+    } catch (const Error& e) {
+      r.verdict = Verdict::failed;
+      r.failure_type = "protocol";
+      r.failure = e.what();
+    }
+    if (r.failure_type.empty()) {
+      EngineVerdict v = judge_engine(c.requests, expected, results, o.top_k);
+      r.verdict = v.passed ? Verdict::passed : Verdict::failed;
+      if (!v.passed) {
+        r.failure = v.failure;
+        r.failure_type = "mismatch";
+      }
+      r.errors.push_back(v.logprobs);
+      r.ties = std::move(v.ties);
+      r.positions = std::move(v.positions);
+    }
+  }
+  r.seconds = since(start);
+  return r;
+}
+
+bool EngineReport::passed() const {
+  int passed = 0;
+  for (const EngineCaseResult& r : results) {
+    if (r.verdict == Verdict::failed) return false;
+    passed += r.verdict == Verdict::passed;
+  }
+  return passed > 0 && finished && !interrupted;
+}
+
+EngineReport conform_engine(const EngineCommand& engine, const EngineDescription& description,
+                            const EngineCampaignOptions& o) {
+  EngineReport report{engine.command, description, o, utc_now(), host_name()};
+  const auto start = Clock::now();
+  const rc::Gen<EngineCase> gen = gen_engine_case(description, o.space);
+  TempFolder root("engine");
+  try {
+    // Cases in rounds of `jobs`, each in a folder of its own; results in case order.
+    for (int first = 0; first < o.cases; first += std::max(1, o.jobs)) {
+      const int last = std::min(o.cases, first + std::max(1, o.jobs));
+      std::vector<EngineCaseResult> round(size_t(last - first));
+      std::vector<std::exception_ptr> errors(round.size());
+      std::vector<std::thread> threads;
+      for (int i = first; i < last; ++i)
+        threads.emplace_back([&, i] {
+          try {
+            round[size_t(i - first)] = run_engine_case(engine, campaign_case(gen, o.seed, i).value(), o.run,
+                                                       root.path() / fmt::format("case-{}", i));
+            round[size_t(i - first)].index = i;
+          } catch (...) {
+            errors[size_t(i - first)] = std::current_exception();
+          }
+          fs::remove_all(root.path() / fmt::format("case-{}", i));
+        });
+      for (std::thread& t : threads) t.join();
+      for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+      for (EngineCaseResult& r : round) {
+        report.results.push_back(std::move(r));
+        if (o.on_case) o.on_case(int(report.results.size()), o.cases, report.results.back());
+      }
+      auto failed = std::find_if(report.results.begin(), report.results.end(),
+                                 [](const EngineCaseResult& r) { return r.verdict == Verdict::failed; });
+      if (failed == report.results.end() || !report.failures.empty()) continue;
+
+      // The first failure shrinks: a smaller case that fails the same way replaces it.
+      EngineFailure f{*failed, *failed};
+      rc::Shrinkable<EngineCase> best = campaign_case(gen, o.seed, failed->index);
+      const double allowed = o.shrink_seconds > 0 ? o.shrink_seconds : std::max(30.0, 20 * failed->seconds);
+      const auto shrink_start = Clock::now();
+      for (bool progress = o.shrink; progress;) {
+        progress = false;
+        rc::Seq<rc::Shrinkable<EngineCase>> shrinks = best.shrinks();
+        while (f.shrink_runs < o.shrink_budget && since(shrink_start) < allowed) {
+          rc::Maybe<rc::Shrinkable<EngineCase>> next = shrinks.next();
+          if (!next) break;
+          EngineCase candidate;
+          try {
+            candidate = next->value();
+          } catch (const Error&) {
+            continue;  // a shrink the spec's rules refuse
+          }
+          ++f.shrink_runs;
+          const fs::path work = root.path() / fmt::format("shrink-{}", f.shrink_runs);
+          EngineCaseResult r = run_engine_case(engine, candidate, o.run, work);
+          fs::remove_all(work);
+          if (r.verdict == Verdict::failed && r.failure_type == f.shrunk.failure_type) {
+            r.index = failed->index;
+            f.shrunk = std::move(r);
+            best = std::move(*next);
+            progress = true;
+            break;
+          }
+        }
+      }
+      f.reproducer = o.keep / fmt::format("case-{}-seed-{}", failed->index, o.seed);
+      f.command = fmt::format("{} --replay {}", o.replay_prefix, shell_quote(fs::absolute(f.reproducer).string()));
+      const EngineCaseResult again = write_reproducer(engine, f, o.run, f.command);
+      if (again.verdict != Verdict::failed)
+        f.shrunk.failure += fmt::format(" (NOT failing again when re-run for the reproducer: {})", verdict_name(again.verdict));
+      report.failures.push_back(std::move(f));  // later failures are reported as found, unshrunk
+    }
+    report.finished = true;
+  } catch (const Interrupted& e) {
+    report.interrupted = e.signal;
+  }
+  report.seconds = since(start);
+  return report;
+}
+
+Json engine_report_json(const EngineReport& report) {
+  const EngineCampaignOptions& o = report.options;
+  Json cases = Json::array(), failures = Json::array();
+  for (const EngineCaseResult& r : report.results) cases.push_back(case_json(r));
+  for (const EngineFailure& f : report.failures)
+    failures.push_back({{"index", f.original.index}, {"kind", "engine"}, {"original", case_json(f.original)},
+                        {"shrunk", case_json(f.shrunk)}, {"shrink_runs", f.shrink_runs}, {"piece", ""}, {"value", ""},
+                        {"reproducer", f.reproducer.string()}, {"command", f.command}});
+  // Per position over every case: the worst |log p - log p_ref|, and the bound and
+  // headroom of the element that came closest to its bound.
+  std::map<int64_t, Json> by_position;
+  for (const EngineCaseResult& r : report.results)
+    for (const PositionFigure& p : r.positions) {
+      Json& b = by_position[p.position];
+      if (b.is_null()) b = {{"position", p.position}, {"compared", 0}, {"exact", 0}, {"worst_abs", 0.0}, {"bound", 0.0}, {"headroom", 0.0}};
+      b["compared"] = b["compared"].get<int>() + 1;
+      b["exact"] = b["exact"].get<int>() + (p.exact ? 1 : 0);
+      b["worst_abs"] = std::max(b["worst_abs"].get<double>(), p.worst_abs);
+      if (p.headroom >= b["headroom"].get<double>()) {
+        b["headroom"] = p.headroom;
+        b["bound"] = p.bound;
+      }
+    }
+  Json positions = Json::array();
+  for (auto& [p, b] : by_position) positions.push_back(b);
+  int ties = 0;
+  for (const EngineCaseResult& r : report.results) ties += int(r.ties.size());
+  Json options = run_options_json(o.run);
+  options.update({{"cases", o.cases},
+                  {"spec", o.space.spec ? o.space.spec->to_json() : Json("random")},
+                  {"ctx_max", o.space.ctx_max},
+                  {"requests", o.space.requests},
+                  {"steps_max", o.space.steps_max},
+                  {"shrink", o.shrink},
+                  {"shrink_budget", o.shrink_budget},
+                  {"shrink_seconds", o.shrink_seconds}});
+  Json out = {{"format", "cutcheck-conform-engine-1"},
+              {"cutcheck", {{"version", version()}, {"commit", version_commit()}}},
+              {"backend", report.engine},
+              {"engine", report.description.to_json()},
+              {"seed", o.seed},
+              {"tolerance", tolerance_json(Tolerance::bound(o.run.precision))},
+              {"options", options},
+              {"run", {{"started", report.started}, {"host", report.host}, {"jobs", o.jobs}, {"shard", "1/1"},
+                       {"seconds", report.seconds}}},
+              {"planned", o.cases},
+              {"finished", report.finished},
+              {"stopped", ""},
+              {"interrupted", report.interrupted},
+              {"failures", failures},
+              {"cases", cases},
+              {"ties", ties},
+              {"by_position", positions}};
+  complete_report(out);
+  return out;
+}
+
+EngineCaseResult replay_engine_case(const EngineCommand& engine, const fs::path& reproducer) {
+  const fs::path file = reproducer / "case.json";
+  const std::string where = file.string();
+  const Json record = parse_json(read_file(file), where);
+  if (json_string(record, "format", where) != "cutcheck-engine-reproducer-1")
+    throw FormatError(fmt::format("{}: format is not cutcheck-engine-reproducer-1 (a conform-engine reproducer)", where));
+  const EngineCase c = EngineCase::from_json(json_field(record, "case", where), where + ": case");
+  const EngineRunOptions o = run_options_from_json(json_field(record, "run", where), where + ": run");
+  TempFolder work("engine-replay");
+  return run_engine_case(engine, c, o, work.path() / "case");
+}
+
+}  // namespace cutcheck

@@ -1,0 +1,97 @@
+// Engine conformance (docs/engines.md): an engine command asked what it runs
+// (`describe`), then generated cases run on it (`run`) and judged against the reference;
+// a failure shrinks to the smallest case that still fails and is kept as a reproducer
+// folder with the command that re-runs it. The report is a conform report
+// (conform/report.h renders it), one case per model.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conform/campaign.h"
+#include "conform/engine_case.h"
+#include "conform/engine_judge.h"
+
+namespace cutcheck {
+
+// The engine command, run under the time limit (conform/backend.h's process rules).
+struct EngineCommand {
+  std::string command;
+  double timeout = 120;
+  // Runs `COMMAND describe`; throws BackendFailed (the engine's failure) when it fails or
+  // prints something other than a description.
+  EngineDescription describe() const;
+};
+
+struct EngineRunOptions {
+  Precision precision = Precision::f32;
+  ModelFormat format = ModelFormat::cutcheck;
+  int64_t top_k = 0;
+  fs::path weights;  // with a fixed spec: given weights instead of seeded ones
+};
+
+struct EngineCaseResult {
+  EngineCase c;
+  int index = -1;
+  Verdict verdict = Verdict::passed;
+  std::string failure = {}, failure_type = {}, fault = {}, stderr_tail = {};  // as CaseResult's
+  std::vector<OutputError> errors = {};
+  std::vector<std::string> ties = {};
+  std::vector<PositionFigure> positions = {};
+  double seconds = 0;
+};
+
+// Writes the model in the run's format under `work`, runs the engine on the case's
+// requests, judges its results. The engine's failures are the case's; cutcheck's own
+// errors (writing the model, the reference) are thrown.
+EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& c, const EngineRunOptions& o,
+                                 const fs::path& work);
+
+struct EngineCampaignOptions {
+  EngineRunOptions run;
+  EngineCaseSpace space;
+  int cases = 20;
+  uint64_t seed = 1;
+  int jobs = 1;
+  bool shrink = true;
+  int shrink_budget = 100;   // engine runs allowed while shrinking one failure
+  double shrink_seconds = 0;  // 0: max(30 s, 20 x the failing case's time)
+  fs::path keep = "engine-failures";
+  std::string replay_prefix;  // "cutcheck conform-engine --engine '...'"
+  std::function<void(int done, int planned, const EngineCaseResult& last)> on_case;
+};
+
+struct EngineFailure {
+  EngineCaseResult original, shrunk;
+  int shrink_runs = 0;
+  fs::path reproducer = {};
+  std::string command = {};
+};
+
+struct EngineReport {
+  std::string engine;  // the command
+  EngineDescription description;
+  EngineCampaignOptions options;
+  std::string started, host;
+  std::vector<EngineCaseResult> results = {};
+  std::vector<EngineFailure> failures = {};  // the first failure, shrunk
+  double seconds = 0;
+  int interrupted = 0;
+  bool finished = false;
+  bool passed() const;
+};
+
+EngineReport conform_engine(const EngineCommand& engine, const EngineDescription& description,
+                            const EngineCampaignOptions& options);
+
+// The report as a conform report (format cutcheck-conform-engine-1, the keys of
+// cutcheck-conform-2 plus the engine's description and per-position figures), which
+// summary_table, junit_xml and html_report render.
+Json engine_report_json(const EngineReport& report);
+
+// Re-runs the case kept in a reproducer folder.
+EngineCaseResult replay_engine_case(const EngineCommand& engine, const fs::path& reproducer);
+
+}  // namespace cutcheck

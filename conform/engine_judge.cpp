@@ -1,0 +1,121 @@
+#include "conform/engine_judge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace cutcheck {
+namespace {
+
+// Folds one compared element into the verdict; returns whether it passed.
+bool compare(EngineVerdict& v, PositionFigure& fig, double got, double want, double bound, size_t request,
+             int64_t position, int32_t token) {
+  if (std::isinf(bound)) {
+    ++v.logprobs.unbounded;
+    return true;
+  }
+  const double diff = std::abs(got - want);  // infinite for a null (-infinity) where a bound holds
+  const double headroom = bound > 0 ? diff / bound : (diff > 0 ? std::numeric_limits<double>::infinity() : 0);
+  fig.worst_abs = std::max(fig.worst_abs, diff);
+  if (headroom >= fig.headroom) {
+    fig.headroom = headroom;
+    fig.bound = bound;
+  }
+  fig.exact = fig.exact && float(got) == float(want);
+  v.logprobs.max_abs = std::max(v.logprobs.max_abs, diff);
+  v.logprobs.max_rel = std::max(v.logprobs.max_rel, diff / std::max(std::abs(want), 1e-30));
+  v.logprobs.headroom = std::max(v.logprobs.headroom, headroom);
+  if (diff <= bound) return true;
+  ++v.logprobs.mismatches;
+  if (v.logprobs.first.empty())
+    v.logprobs.first = fmt::format("request {}, position {}, token {}: log p {} against the reference's {:.9g}, {:.3g} apart, bound {:.3g}",
+                                   request, position, token, std::isinf(got) ? "null (-inf)" : fmt::format("{:.9g}", got), want,
+                                   diff, bound);
+  return false;
+}
+
+void fail(EngineVerdict& v, const std::string& why) {
+  if (v.passed) v.failure = why;
+  v.passed = false;
+}
+
+}  // namespace
+
+EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std::vector<RequestExpectation>& expected,
+                           const std::vector<EngineResult>& results, int64_t top_k) {
+  EngineVerdict v;
+  v.logprobs.name = "logprobs";
+  double sum_d2 = 0, sum_w2 = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const EngineRequest& request = requests[i];
+    const RequestExpectation& want = expected[i];
+    const EngineResult& got = results[i];
+    const int64_t n = int64_t(request.prompt.size());
+    // Greedy tokens, up to the first that differs: a near tie ends the comparison there,
+    // anything else fails.
+    int64_t comparable_end = request.length() - 1;  // positions below it condition on the same tokens
+    for (int64_t k = 0; k < request.steps; ++k) {
+      const int32_t e = got.tokens[size_t(k)], r = want.tokens[size_t(k)];
+      if (e == r) continue;
+      const int64_t p = n - 1 + k;
+      const PositionExpectation& x = want.at.at(p);
+      const double margin = double(x.logits[size_t(r)]) - double(x.logits[size_t(e)]);
+      if (near_tie(x.logits, x.bounds, x.lp, r, e)) {
+        v.ties.push_back(fmt::format("request {}, step {} (position {}): the engine chose {}, the reference {}, "
+                                     "logits {:.3g} apart within their bounds {:.3g} + {:.3g}",
+                                     i, k, p, e, r, margin, x.bounds[size_t(r)], x.bounds[size_t(e)]));
+      } else {
+        fail(v, fmt::format("request {}, step {} (position {}): the engine chose token {}, the reference {}; their "
+                            "logits are {:.3g} apart, beyond their bounds {:.3g} + {:.3g}",
+                            i, k, p, e, r, margin, x.bounds[size_t(r)], x.bounds[size_t(e)]));
+      }
+      comparable_end = p + 1;
+      break;
+    }
+    for (size_t j = 0; j < request.positions.size(); ++j) {
+      const int64_t p = request.positions[j];
+      if (p >= comparable_end) break;
+      const PositionExpectation& x = want.at.at(p);
+      const PositionLogprobs& lp = got.logprobs[j];
+      PositionFigure fig{int64_t(i), p, 0, 0, 0, true};
+      bool ok = true;
+      auto one = [&](int32_t t, double value) {
+        ok = compare(v, fig, value, x.lp.value[size_t(t)], x.lp.bound[size_t(t)], i, p, t) && ok;
+        if (std::isfinite(value) && std::isfinite(x.lp.bound[size_t(t)])) {
+          sum_d2 += (value - x.lp.value[size_t(t)]) * (value - x.lp.value[size_t(t)]);
+          sum_w2 += x.lp.value[size_t(t)] * x.lp.value[size_t(t)];
+        }
+      };
+      if (top_k == 0) {
+        for (size_t t = 0; t < lp.full.size(); ++t) one(int32_t(t), lp.full[t]);
+      } else {
+        double lowest = std::numeric_limits<double>::infinity();
+        std::vector<bool> reported(x.logits.size());
+        for (const auto& [t, value] : lp.top) {
+          one(t, value);
+          lowest = std::min(lowest, value);
+          reported[size_t(t)] = true;
+        }
+        // A token left out is at most the lowest reported: fail where the reference puts it
+        // clearly above that.
+        for (size_t t = 0; t < reported.size(); ++t) {
+          if (reported[t] || !(x.lp.value[t] - x.lp.bound[t] > lowest)) continue;
+          ok = false;
+          ++v.logprobs.mismatches;
+          if (v.logprobs.first.empty())
+            v.logprobs.first = fmt::format("request {}, position {}: token {} (reference log p {:.6g}, bound {:.3g}) is "
+                                           "missing from the engine's top-k, whose lowest is {:.6g}",
+                                           i, p, t, x.lp.value[t], x.lp.bound[t], lowest);
+        }
+      }
+      v.positions.push_back(fig);
+      if (!ok) fail(v, v.logprobs.first);
+    }
+  }
+  v.logprobs.nmse = sum_w2 > 0 ? sum_d2 / sum_w2 : 0;
+  return v;
+}
+
+}  // namespace cutcheck

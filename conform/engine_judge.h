@@ -1,0 +1,33 @@
+// Judging an engine's results against the reference's expectations (docs/engines.md,
+// "What cutcheck compares"): log-probabilities within their bounds at every reported
+// position, greedy tokens equal up to the first near tie, top-k lists complete.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "conform/engine_reference.h"
+
+namespace cutcheck {
+
+// The worst element of one reported position, for the reports' per-position figures.
+struct PositionFigure {
+  int64_t request = 0, position = 0;
+  double worst_abs = 0;  // the largest |log p - log p_ref| over the bounded tokens
+  double bound = 0;      // the bound of the token with the largest headroom
+  double headroom = 0;   // the largest |log p - log p_ref| / bound (<= 1 passes)
+  bool exact = false;    // every log-probability rounds to the reference's f32 value
+};
+
+struct EngineVerdict {
+  bool passed = true;
+  std::string failure;      // the first failure, described
+  OutputError logprobs{};  // named "logprobs"
+  std::vector<std::string> ties;  // near ties where the engine's tokens parted from the reference's
+  std::vector<PositionFigure> positions;
+};
+
+EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std::vector<RequestExpectation>& expected,
+                           const std::vector<EngineResult>& results, int64_t top_k);
+
+}  // namespace cutcheck

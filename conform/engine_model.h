@@ -1,0 +1,15 @@
+// The model file an engine loads, in the format it declared (docs/engines.md, Model files).
+#pragma once
+
+#include "conform/engine_protocol.h"
+#include "core/files.h"
+#include "core/tensor.h"
+
+namespace cutcheck {
+
+// Writes the model under `folder` and returns the path to hand the engine: the folder
+// itself for `cutcheck` (spec.json + model.safetensors) and `hf`, a file in it for `gguf`.
+fs::path engine_model_path(ModelFormat format, const fs::path& folder);
+fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights);
+
+}  // namespace cutcheck

@@ -1,0 +1,70 @@
+// The engine protocol, cutcheck-engine-1 (docs/engines.md): what an engine declares
+// (`describe`), the requests cutcheck writes for `run`, and the results it reads back.
+// Readers throw FormatError naming the document and the first key that is wrong.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bound/precision.h"
+#include "core/json.h"
+#include "model/spec.h"
+
+namespace cutcheck {
+
+inline constexpr const char* engine_protocol = "cutcheck-engine-1";
+
+// The model files an engine loads: cutcheck's weights folder, a GGUF file, a Hugging Face folder.
+enum class ModelFormat { cutcheck, gguf, hf };
+std::string model_format_name(ModelFormat f);
+ModelFormat parse_model_format(const std::string& name);  // throws Error naming the formats
+
+struct EngineDescription {
+  std::string name;
+  std::vector<ModelFormat> formats;
+  std::vector<Precision> precisions;
+  int64_t max_context = 0;
+  int64_t max_top_k = 0;  // 0: full-vocabulary log-probabilities
+  std::vector<RopeStyle> rope_styles{RopeStyle::interleaved, RopeStyle::half};
+  std::vector<std::string> knobs;         // rope_scaling, attention_bias, qk_norm, sliding_window
+  std::map<std::string, int64_t> limits;  // spec field -> largest value
+
+  static EngineDescription from_json(const Json& json, const std::string& source);
+  Json to_json() const;
+  bool takes_knob(const std::string& knob) const;
+  // Why the engine would not take `spec` by what it declared; empty when it would.
+  std::string refuses(const ModelSpec& spec) const;
+};
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;
+  int64_t steps = 0;
+  std::vector<int64_t> positions;  // increasing, each below prompt + steps - 1
+  int64_t length() const { return int64_t(prompt.size()) + steps; }
+};
+
+// The requests file of one run. `include`, with top_k > 0: per request and reported
+// position, the tokens whose log-probabilities cutcheck would like as well.
+Json requests_json(int64_t vocab, int64_t top_k, const std::vector<EngineRequest>& requests,
+                   const std::vector<std::vector<std::vector<int32_t>>>& include = {});
+
+// One reported position: the full vocabulary's log-probabilities, or top-k pairs.
+// Minus infinity stands for `null`.
+struct PositionLogprobs {
+  std::vector<double> full;                      // vocab values, with top_k 0
+  std::vector<std::pair<int32_t, double>> top;   // with top_k > 0
+};
+
+struct EngineResult {
+  std::vector<int32_t> tokens;
+  std::vector<PositionLogprobs> logprobs;  // in the order of the request's positions
+};
+
+// The results file of one run, one result per request, in request order. Throws
+// FormatError naming the key ("results[1].logprobs[3]: 31 numbers, the vocabulary has 32").
+std::vector<EngineResult> parse_results(const Json& json, const std::vector<EngineRequest>& requests, int64_t vocab,
+                                        int64_t top_k, const std::string& source);
+
+}  // namespace cutcheck

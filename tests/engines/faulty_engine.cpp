@@ -1,0 +1,124 @@
+// A test engine of the engine protocol (docs/engines.md) with a fault planted on request,
+// to show that `cutcheck conform-engine` catches each and shrinks it (tests/cli_engines.sh).
+//   cutcheck-test-engine FAULT describe
+//   cutcheck-test-engine FAULT run --model DIR --format cutcheck --precision f32 --requests R --out O
+// It runs cutcheck's reference, a Decode step per token, on the `cutcheck` model folder.
+// FAULT is one of
+//   none   correct
+//   late   a token 0 (a BOS) goes before every prompt, so each position is evaluated one late
+//   norm   the final norm's first gain is 1% larger than the file says
+//   token  the second generated token of each request is the runner-up, not the arg-max
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/json.h"
+#include "harness/runner.h"
+#include "model/signature.h"
+#include "model/weights.h"
+
+namespace cutcheck {
+namespace {
+
+Json log_softmax(const std::vector<float>& z) {
+  double m = -std::numeric_limits<double>::infinity(), s = 0;
+  for (float v : z) m = std::max(m, double(v));
+  for (float v : z) s += std::exp(double(v) - m);
+  Json out = Json::array();
+  for (float v : z) {
+    const double lp = double(v) - m - std::log(s);
+    out.push_back(std::isinf(lp) ? Json(nullptr) : Json(lp));
+  }
+  return out;
+}
+
+Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request, const std::string& fault) {
+  std::vector<int32_t> sequence;
+  if (fault == "late") sequence.push_back(0);
+  const int64_t shift = int64_t(sequence.size());
+  for (const Json& t : request.at("prompt")) sequence.push_back(t.get<int32_t>());
+  const int64_t prompt = int64_t(sequence.size()), steps = request.at("steps").get<int64_t>();
+  std::map<int64_t, Json> wanted;
+  for (const Json& p : request.at("positions")) wanted[p.get<int64_t>() + shift] = nullptr;
+  const int64_t ctx = prompt + steps;
+  TensorMap state;
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    state.emplace(k_cache_name(l), Tensor({DType::f32, {ctx, spec.kv_heads, spec.head_dim}}));
+    state.emplace(v_cache_name(l), Tensor({DType::f32, {ctx, spec.kv_heads, spec.head_dim}}));
+  }
+  Json tokens = Json::array();
+  for (int64_t pos = 0; pos < prompt + steps - 1; ++pos) {
+    TensorMap in = state;
+    in["token"] = Tensor::scalar_i32(sequence[size_t(pos)]);
+    in["pos"] = Tensor::scalar_i32(int32_t(pos));
+    TensorMap out = runner.run(Cut::decode(ctx), in);
+    for (auto& [name, t] : state) t = out.at(name);
+    auto z = out.at("logits").as<float>();
+    const std::vector<float> logits(z.begin(), z.end());
+    if (wanted.count(pos)) wanted[pos] = log_softmax(logits);
+    if (pos >= prompt - 1) {
+      int32_t next = out.at("next").as<int32_t>()[0];
+      if (fault == "token" && pos == prompt) {  // the second generated token: the runner-up
+        int32_t second = next == 0 ? 1 : 0;
+        for (int32_t t = 0; t < int32_t(logits.size()); ++t)
+          if (t != next && logits[size_t(t)] > logits[size_t(second)]) second = t;
+        next = second;
+      }
+      tokens.push_back(next);
+      sequence.push_back(next);
+    }
+  }
+  Json logprobs = Json::array();
+  for (auto& [p, lp] : wanted) logprobs.push_back(lp);
+  return {{"id", request.at("id")}, {"tokens", tokens}, {"logprobs", logprobs}};
+}
+
+int main_(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 2 && args[1] == "describe") {
+    std::cout << Json{{"format", "cutcheck-engine-1"}, {"name", "cutcheck-test-engine " + args[0]},
+                      {"model_formats", {"cutcheck"}}, {"precisions", {"f32"}}, {"max_context", 80}}
+                     .dump()
+              << "\n";
+    return 0;
+  }
+  std::map<std::string, std::string> opt;
+  for (size_t i = 2; i + 1 < args.size(); i += 2) opt[args[i]] = args[i + 1];
+  if (args.size() < 2 || args[1] != "run" || !opt.count("--model") || !opt.count("--requests") || !opt.count("--out")) {
+    std::cerr << "usage: cutcheck-test-engine FAULT describe | FAULT run --model DIR ... --requests R --out O\n";
+    return 2;
+  }
+  const std::string fault = args[0];
+  const fs::path model = opt["--model"];
+  const ModelSpec spec = ModelSpec::from_json(parse_json(read_file(model / "spec.json"), "spec.json"), "spec.json");
+  TensorMap weights = read_weights(model, spec);
+  if (fault == "norm") {
+    Tensor gain = weights.at(weight::final_norm()).clone();
+    gain.as_mut<float>()[0] *= 1.01f;
+    weights[weight::final_norm()] = gain;
+  }
+  ReferenceRunner runner(spec, weights);
+  const Json requests = parse_json(read_file(opt["--requests"]), "requests");
+  Json results = Json::array();
+  for (const Json& r : requests.at("requests")) results.push_back(answer(runner, spec, r, fault));
+  write_file_atomic(opt["--out"], Json{{"format", "cutcheck-engine-1"}, {"results", results}}.dump() + "\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace cutcheck
+
+int main(int argc, char** argv) {
+  try {
+    return cutcheck::main_(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "cutcheck-test-engine: " << e.what() << "\n";
+    return 1;
+  }
+}

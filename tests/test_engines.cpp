@@ -1,0 +1,205 @@
+// Engine conformance: the log-softmax bound, the protocol's readers, the judge.
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <random>
+
+#include "bound/log_softmax.h"
+#include "conform/engine_judge.h"
+#include "conform/engine_protocol.h"
+#include "core/error.h"
+
+namespace cutcheck {
+namespace {
+
+using ::testing::HasSubstr;
+
+// log softmax(z) in double, the definition.
+std::vector<double> exact_log_softmax(const std::vector<double>& z) {
+  double m = -INFINITY, s = 0;
+  for (double v : z) m = std::max(m, v);
+  for (double v : z) s += std::exp(v - m);
+  std::vector<double> out;
+  for (double v : z) out.push_back(v - m - std::log(s));
+  return out;
+}
+
+struct Row {
+  std::vector<float> logits, bounds;
+};
+
+Row random_row(std::mt19937_64& rng, int V, double spread, double relative_bound) {
+  std::normal_distribution<double> normal(0, spread);
+  Row r;
+  for (int j = 0; j < V; ++j) {
+    r.logits.push_back(float(normal(rng)));
+    r.bounds.push_back(float(relative_bound * (1 + std::abs(r.logits.back()))));
+  }
+  return r;
+}
+
+// Every logit moved anywhere within its bound (the corners, where the error is largest, and
+// random points) gives log-probabilities within the bound: the derivation in
+// docs/engines.md holds exactly, not only to first order.
+TEST(LogSoftmaxBound, HoldsForEveryPerturbationOfTheLogitsWithinTheirBounds) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int V = 2 + int(rng() % 60);
+    const Row row = random_row(rng, V, trial % 2 ? 1.0 : 8.0, trial % 3 ? 1e-6 : 0.3);
+    const LogProbabilities lp = log_probabilities(row.logits, row.bounds, 5);
+    std::vector<double> z(row.logits.begin(), row.logits.end());
+    for (int i = 0; i < V; ++i) {
+      ASSERT_TRUE(std::isfinite(lp.bound[size_t(i)]));
+      // The worst corners for token i: its logit down and every other up, and the reverse.
+      for (int sign : {-1, 1}) {
+        std::vector<double> moved = z;
+        for (int j = 0; j < V; ++j) moved[size_t(j)] += (j == i ? sign : -sign) * double(row.bounds[size_t(j)]);
+        const double got = exact_log_softmax(moved)[size_t(i)];
+        EXPECT_LE(std::abs(got - lp.value[size_t(i)]), lp.bound[size_t(i)]) << "trial " << trial << " token " << i;
+      }
+    }
+    std::uniform_real_distribution<double> unit(-1, 1);
+    std::vector<double> moved = z;
+    for (int j = 0; j < V; ++j) moved[size_t(j)] += unit(rng) * double(row.bounds[size_t(j)]);
+    const std::vector<double> got = exact_log_softmax(moved);
+    for (int i = 0; i < V; ++i) EXPECT_LE(std::abs(got[size_t(i)] - lp.value[size_t(i)]), lp.bound[size_t(i)]);
+  }
+}
+
+// The bound is b_i + log sum_j p_j exp(b_j) + rounding: never more than b_i + max_j b_j plus
+// the rounding, and with exact logits only the rounding, a few f32 ulps.
+TEST(LogSoftmaxBound, IsNoWiderThanTheLipschitzBoundAndSharpForExactLogits) {
+  std::mt19937_64 rng(11);
+  const Row row = random_row(rng, 32, 2.0, 1e-5);
+  const LogProbabilities lp = log_probabilities(row.logits, row.bounds, 5);
+  const double max_b = *std::max_element(row.bounds.begin(), row.bounds.end());
+  for (size_t i = 0; i < row.logits.size(); ++i)
+    EXPECT_LE(lp.bound[i], row.bounds[i] + max_b + lp.rounding[i] + 1e-18);
+  const std::vector<float> zero(row.logits.size(), 0.0f);
+  const LogProbabilities exact = log_probabilities(row.logits, zero, 5);
+  for (size_t i = 0; i < row.logits.size(); ++i) {
+    EXPECT_LT(exact.bound[i], 1e-5);
+    EXPECT_GT(exact.bound[i], 0);
+  }
+}
+
+TEST(LogSoftmaxBound, UnboundedWhereALogitIsOrTheProbabilityIsSubnormal) {
+  const LogProbabilities a = log_probabilities(std::vector<float>{1, 2, 3}, std::vector<float>{0, INFINITY, 0}, 5);
+  for (double b : a.bound) EXPECT_TRUE(std::isinf(b));
+  const LogProbabilities b = log_probabilities(std::vector<float>{0, 200}, std::vector<float>{0, 0}, 5);
+  EXPECT_TRUE(std::isinf(b.bound[0]));   // log p = -200: below log 2^-126
+  EXPECT_TRUE(std::isfinite(b.bound[1]));
+}
+
+// A planted error just past the bound fails, one just inside passes, and the failure
+// names the request, position and token.
+TEST(EngineJudge, CatchesAPlantedLogProbabilityErrorJustPastItsBound) {
+  std::mt19937_64 rng(3);
+  const Row row = random_row(rng, 16, 1.5, 1e-6);
+  PositionExpectation x{row.logits, row.bounds, log_probabilities(row.logits, row.bounds, 5), 0};
+  x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
+  const std::vector<EngineRequest> requests{{{1, 2, 3}, 0, {2}}};
+  RequestExpectation want;
+  want.at.emplace(2, x);
+  for (double factor : {0.9, 1.1}) {
+    EngineResult got;
+    got.logprobs.push_back({x.lp.value, {}});
+    got.logprobs[0].full[5] += factor * x.lp.bound[5];
+    const EngineVerdict v = judge_engine(requests, {want}, {got}, 0);
+    EXPECT_EQ(v.passed, factor < 1) << factor;
+    if (!v.passed) EXPECT_THAT(v.failure, HasSubstr("request 0, position 2, token 5"));
+  }
+}
+
+TEST(EngineJudge, ANearTieIsReportedAndAClearWrongTokenFails) {
+  const std::vector<float> logits{1.0f, 1.0f + 1e-7f, -3.0f}, bounds{1e-6f, 1e-6f, 1e-6f};
+  PositionExpectation x{logits, bounds, log_probabilities(logits, bounds, 5), 1};
+  const std::vector<EngineRequest> requests{{{0}, 1, {}}};
+  RequestExpectation want;
+  want.tokens = {1};
+  want.at.emplace(0, x);
+  EngineResult tie{{0}, {}};
+  EngineVerdict v = judge_engine(requests, {want}, {tie}, 0);
+  EXPECT_TRUE(v.passed);
+  ASSERT_EQ(v.ties.size(), 1u);
+  EXPECT_THAT(v.ties[0], HasSubstr("the engine chose 0, the reference 1"));
+  EngineResult wrong{{2}, {}};
+  v = judge_engine(requests, {want}, {wrong}, 0);
+  EXPECT_FALSE(v.passed);
+  EXPECT_THAT(v.failure, HasSubstr("the engine chose token 2, the reference 1"));
+}
+
+TEST(EngineJudge, ATopKThatLeavesOutALikelyTokenFails) {
+  const std::vector<float> logits{3, 2, 1, 0}, bounds{1e-6f, 1e-6f, 1e-6f, 1e-6f};
+  PositionExpectation x{logits, bounds, log_probabilities(logits, bounds, 5), 0};
+  const std::vector<EngineRequest> requests{{{0, 1}, 0, {1}}};
+  RequestExpectation want;
+  want.at.emplace(1, x);
+  EngineResult complete{{}, {{{}, {{0, x.lp.value[0]}, {1, x.lp.value[1]}}}}};
+  EXPECT_TRUE(judge_engine(requests, {want}, {complete}, 2).passed);
+  EngineResult missing{{}, {{{}, {{0, x.lp.value[0]}, {2, x.lp.value[2]}}}}};
+  const EngineVerdict v = judge_engine(requests, {want}, {missing}, 2);
+  EXPECT_FALSE(v.passed);
+  EXPECT_THAT(v.failure, HasSubstr("token 1"));
+  EXPECT_THAT(v.failure, HasSubstr("missing from the engine's top-k"));
+}
+
+TEST(EngineProtocol, ResultsErrorsNameTheKey) {
+  const std::vector<EngineRequest> requests{{{1, 2}, 2, {0, 1}}};
+  auto error = [&](const std::string& text, int64_t top_k = 0) {
+    try {
+      parse_results(Json::parse(text), requests, 4, top_k, "results.json");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string ok_lp = "[-1.5, -1.4, null, -1.2]";
+  EXPECT_EQ(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1, 3], "logprobs": [)" + ok_lp +
+                  ", " + ok_lp + "]}]}"),
+            "no error");
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1, 3], "logprobs": [[-1, -2, -3], )" +
+                    ok_lp + "]}]}"),
+              HasSubstr("results[0].logprobs[0]: 3 numbers, the vocabulary has 4"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1], "logprobs": []}]})"),
+              HasSubstr("results[0].tokens: expected a list of 2 token ids"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1, 9], "logprobs": []}]})"),
+              HasSubstr("results[0].tokens[1]: token 9 is outside the vocabulary"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1, 3], "logprobs": [)" + ok_lp +
+                    R"(, [-1, "x", -1, -1]]}]})"),
+              HasSubstr("results[0].logprobs[1][1]: expected a number"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": []})"), HasSubstr("no result for request 0"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1, 3], "logprobs": [[[0, -1]], [[0, -1], [0, -2]]]}]})", 1),
+              HasSubstr("results[0].logprobs[1][1][0]: token 0 appears twice"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-2", "results": []})"), HasSubstr("is not cutcheck-engine-1"));
+}
+
+TEST(EngineProtocol, DescriptionErrorsNameTheKey) {
+  auto error = [](const std::string& text) {
+    try {
+      EngineDescription::from_json(Json::parse(text), "describe");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string base = R"("format": "cutcheck-engine-1", "name": "e", "model_formats": ["gguf"], "precisions": ["f32"], "max_context": 64)";
+  EXPECT_EQ(error("{" + base + "}"), "no error");
+  EXPECT_THAT(error("{" + base + R"(, "max_topk": 3})"), HasSubstr("unknown key 'max_topk'"));
+  EXPECT_THAT(error("{" + base + R"(, "logprobs": "top_k"})"), HasSubstr("max_top_k"));
+  EXPECT_THAT(error("{" + base + R"(, "knobs": ["rope_sclaing"]})"), HasSubstr("knobs: \"rope_sclaing\" is not one of"));
+  EXPECT_THAT(error("{" + base + R"(, "limits": {"width": 3}})"), HasSubstr("limits: unknown field 'width'"));
+  EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "name": "e", "model_formats": ["onnx"], "precisions": ["f32"], "max_context": 64})"),
+              HasSubstr("model_formats: unknown model format 'onnx'"));
+  const EngineDescription d = EngineDescription::from_json(
+      Json::parse("{" + base + R"(, "limits": {"dim": 8}, "rope_styles": ["half"]})"), "describe");
+  ModelSpec s{.vocab = 8, .dim = 16, .layers = 1, .heads = 2, .kv_heads = 1, .head_dim = 4, .ffn = 8};
+  EXPECT_THAT(d.refuses(s), HasSubstr("dim = 16 is above the engine's limit of 8"));
+  s.dim = 8;
+  EXPECT_THAT(d.refuses(s), HasSubstr("rope_style interleaved"));
+  s.rope_style = RopeStyle::half;
+  EXPECT_EQ(d.refuses(s), "");
+}
+
+}  // namespace
+}  // namespace cutcheck
