@@ -54,7 +54,7 @@ rc::Gen<EngineRequest> gen_request(int64_t vocab, int64_t ctx, int steps_max) {
 }  // namespace
 
 std::vector<int64_t> reported_positions(int64_t prompt, int64_t steps) {
-  const int64_t end = prompt + steps - 1;  // the distributions there are
+  const int64_t end = std::max(prompt, prompt + steps - 1);  // the distributions there are
   std::set<int64_t> out;
   for (int64_t p = 0; p < end; ++p)
     if (end <= 40 || p < 8 || p >= end - 8) out.insert(p);
@@ -93,8 +93,8 @@ EngineCase EngineCase::from_json(const Json& json, const std::string& source) {
     if (r.steps < 0 || r.steps > (int64_t(1) << 20)) throw FormatError(fmt::format("{}: steps = {} is outside [0, 2^20]", where, r.steps));
     r.positions = json_int_list(list[i], "positions", where);
     for (size_t k = 0; k < r.positions.size(); ++k)
-      if (r.positions[k] < 0 || r.positions[k] >= r.length() - 1 || (k && r.positions[k] <= r.positions[k - 1]))
-        throw FormatError(fmt::format("{}: positions must increase within [0, {})", where, r.length() - 1));
+      if (r.positions[k] < 0 || r.positions[k] >= r.positions_end() || (k && r.positions[k] <= r.positions[k - 1]))
+        throw FormatError(fmt::format("{}: positions must increase within [0, {})", where, r.positions_end()));
     c.requests.push_back(std::move(r));
   }
   return c;

@@ -55,7 +55,7 @@ EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std
     const int64_t n = int64_t(request.prompt.size());
     // Greedy tokens, up to the first that differs: a near tie ends the comparison there,
     // anything else fails.
-    int64_t comparable_end = request.length() - 1;  // positions below it condition on the same tokens
+    int64_t comparable_end = request.positions_end();  // positions below it condition on the same tokens
     for (int64_t k = 0; k < request.steps; ++k) {
       const int32_t e = got.tokens[size_t(k)], r = want.tokens[size_t(k)];
       if (e == r) continue;

@@ -3,6 +3,7 @@
 // Readers throw FormatError naming the document and the first key that is wrong.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,8 +42,11 @@ struct EngineDescription {
 struct EngineRequest {
   std::vector<int32_t> prompt;
   int64_t steps = 0;
-  std::vector<int64_t> positions;  // increasing, each below prompt + steps - 1
+  std::vector<int64_t> positions;  // increasing, each below positions_end()
   int64_t length() const { return int64_t(prompt.size()) + steps; }
+  // The positions there are: the prompt's, and those of the generated tokens but the last
+  // (which is never fed back): max(prompt, prompt + steps - 1).
+  int64_t positions_end() const { return std::max(int64_t(prompt.size()), length() - 1); }
 };
 
 // The requests file of one run. `include`, with top_k > 0: per request and reported

@@ -107,7 +107,9 @@ TEST(EngineJudge, CatchesAPlantedLogProbabilityErrorJustPastItsBound) {
     got.logprobs[0].full[5] += factor * x.lp.bound[5];
     const EngineVerdict v = judge_engine(requests, {want}, {got}, 0);
     EXPECT_EQ(v.passed, factor < 1) << factor;
-    if (!v.passed) EXPECT_THAT(v.failure, HasSubstr("request 0, position 2, token 5"));
+    if (!v.passed) {
+      EXPECT_THAT(v.failure, HasSubstr("request 0, position 2, token 5"));
+    }
   }
 }
 
@@ -193,7 +195,8 @@ TEST(EngineProtocol, DescriptionErrorsNameTheKey) {
               HasSubstr("model_formats: unknown model format 'onnx'"));
   const EngineDescription d = EngineDescription::from_json(
       Json::parse("{" + base + R"(, "limits": {"dim": 8}, "rope_styles": ["half"]})"), "describe");
-  ModelSpec s{.vocab = 8, .dim = 16, .layers = 1, .heads = 2, .kv_heads = 1, .head_dim = 4, .ffn = 8};
+  ModelSpec s;
+  s.vocab = 8, s.dim = 16, s.layers = 1, s.heads = 2, s.kv_heads = 1, s.head_dim = 4, s.ffn = 8;
   EXPECT_THAT(d.refuses(s), HasSubstr("dim = 16 is above the engine's limit of 8"));
   s.dim = 8;
   EXPECT_THAT(d.refuses(s), HasSubstr("rope_style interleaved"));

@@ -111,12 +111,12 @@ def answer(model, request):
     sequence = list(request["prompt"])
     wanted = set(request["positions"])
     logprobs, tokens = {}, []
-    last = len(sequence) + request["steps"] - 1  # the positions there are: 0 .. last - 1
+    last = max(len(sequence), len(sequence) + request["steps"] - 1)  # the positions there are: 0 .. last - 1
     for pos in range(last):
         logits = model.step(sequence[pos], pos, cache)
         if pos in wanted:
             logprobs[pos] = log_softmax(logits)
-        if pos >= len(request["prompt"]) - 1:  # this position generates the next token
+        if pos >= len(request["prompt"]) - 1 and len(tokens) < request["steps"]:  # this position generates a token
             tokens.append(max(range(len(logits)), key=lambda t: (logits[t], -t)))
             sequence.append(tokens[-1])
     return {"id": request["id"], "tokens": tokens, "logprobs": [logprobs[p] for p in request["positions"]]}

@@ -10,6 +10,7 @@
 //   token  the second generated token of each request is the runner-up, not the arg-max
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -53,7 +54,7 @@ Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request,
     state.emplace(v_cache_name(l), Tensor({DType::f32, {ctx, spec.kv_heads, spec.head_dim}}));
   }
   Json tokens = Json::array();
-  for (int64_t pos = 0; pos < prompt + steps - 1; ++pos) {
+  for (int64_t pos = 0; pos < std::max(prompt, prompt + steps - 1); ++pos) {
     TensorMap in = state;
     in["token"] = Tensor::scalar_i32(sequence[size_t(pos)]);
     in["pos"] = Tensor::scalar_i32(int32_t(pos));
@@ -62,7 +63,7 @@ Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request,
     auto z = out.at("logits").as<float>();
     const std::vector<float> logits(z.begin(), z.end());
     if (wanted.count(pos)) wanted[pos] = log_softmax(logits);
-    if (pos >= prompt - 1) {
+    if (pos >= prompt - 1 && int64_t(tokens.size()) < steps) {  // this position generates a token
       int32_t next = out.at("next").as<int32_t>()[0];
       if (fault == "token" && pos == prompt) {  // the second generated token: the runner-up
         int32_t second = next == 0 ? 1 : 0;

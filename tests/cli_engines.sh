@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# conform-engine end to end (docs/engines.md): the pure-Python example engine passes; each
+# fault planted in the test engine is caught, shrunk to a small case, and its replay fails
+# again; engines that break the protocol fail their cases with the reason, blamed on them;
+# cutcheck's own errors exit 2.
+# Usage: cli_engines.sh CUTCHECK TEST_ENGINE
+set -uo pipefail
+engines=$(cd "$(dirname "$0")/engines" && pwd)
+test_engine=$2
+source "$(dirname "$0")/backend_sandbox.sh" "$1" engines
+
+check_json() {  # $1 = label, $2 = a Python expression over the report r
+  python3 -c "import json, sys; r = json.load(open('report.json')); assert $2, r" 2>/dev/null || fail "$1: not true: $2"
+}
+
+# The example engine, written from docs/engines.md alone, passes; the reports parse.
+"$cutcheck" conform-engine --engine "python3 $engines/example_engine.py" --cases 3 --positions \
+  --json report.json --junit report.xml --html report.html > out.txt 2> err.txt
+rc=$?
+[ $rc = 0 ] || fail "the example engine: exited $rc: $(cat out.txt err.txt)"
+python3 -c "import xml.etree.ElementTree as E; E.parse('report.xml')" || fail "the JUnit report does not parse"
+check_json "the example engine" "r['format'] == 'cutcheck-conform-engine-1' and r['counts']['passed'] == 3 and r['by_position']"
+grep -q "worst |dlogp|" out.txt || fail "--positions printed no per-position table"
+nothing_left "the example engine"
+
+# Each planted fault is caught and shrunk; the kept case replays and fails again.
+for fault in late norm token; do
+  "$cutcheck" conform-engine --engine "$test_engine $fault" --cases 6 --keep "keep-$fault" --json report.json \
+    > out.txt 2> err.txt
+  rc=$?
+  [ $rc = 1 ] || fail "fault $fault: exited $rc, not 1: $(cat out.txt err.txt)"
+  check_json "fault $fault" "r['failures'] and r['failures'][0]['shrink_runs'] > 0"
+  check_json "fault $fault, shrunk" "r['failures'][0]['shrunk']['case']['spec']['layers'] == 1 and r['failures'][0]['shrunk']['case']['spec']['dim'] <= 8 and len(r['failures'][0]['shrunk']['case']['requests']) == 1"
+  command=$(python3 -c "import json; print(json.load(open('report.json'))['failures'][0]['command'])")
+  replay=${command/cutcheck /\"\$cutcheck\" }
+  eval "$replay" > replay.txt 2>&1
+  rc=$?
+  [ $rc = 1 ] || fail "fault $fault: the replay exited $rc, not 1: $(cat replay.txt)"
+  grep -q "^failed" replay.txt || fail "fault $fault: the replay did not fail: $(cat replay.txt)"
+  nothing_left "fault $fault"
+done
+grep -q "the engine chose token" keep-token/*/report.txt || fail "fault token: the reproducer does not say the token"
+
+# Engines that break the protocol fail, with the reason; the campaign goes on.
+hostile() {  # $1 = mode, $2 = expected failure_type, $3 = a phrase of the failure
+  "$cutcheck" conform-engine --engine "$engines/hostile_engine.sh $1" --cases 2 --no-shrink --timeout 1.5 \
+    --keep keep-hostile --json report.json > out.txt 2> err.txt
+  rc=$?
+  [ $rc = 1 ] || fail "engine $1: exited $rc, not 1"
+  check_json "engine $1" "r['counts']['failed'] == 2 and r['cases'][0]['failure_type'] == '$2'"
+  grep -q -- "$3" report.json || fail "engine $1: the report does not say '$3': $(cat out.txt)"
+  nothing_left "engine $1" "sleep 1000"
+}
+hostile not-json protocol "malformed JSON"
+hostile short-vocab protocol "results\[0\].logprobs\[0\]: .* numbers, the vocabulary has"
+hostile no-output protocol "without writing its results"
+hostile crash crash "killed by signal 11"
+hostile hang timeout "timed out"
+
+"$cutcheck" conform-engine --engine "$engines/hostile_engine.sh unsupported" --cases 2 --json report.json > out.txt 2> err.txt
+[ $? = 1 ] || fail "an engine that runs nothing: not exit 1 (no case passed)"
+check_json "unsupported" "r['counts']['unsupported'] == 2 and 'no such model here' in r['cases'][0]['failure']"
+
+"$cutcheck" conform-engine --engine "$engines/hostile_engine.sh bad-describe" --cases 2 > out.txt 2> err.txt
+[ $? = 1 ] || fail "a bad describe: not exit 1"
+grep -q "model_formats" err.txt || fail "a bad describe: the missing key is not named: $(cat err.txt)"
+"$cutcheck" conform-engine --engine "no-such-engine-command" --cases 2 > out.txt 2> err.txt
+[ $? = 1 ] || fail "a missing engine command: not exit 1"
+nothing_left "hostile engines"
+
+# cutcheck's own errors exit 2 and run no engine.
+for args in "--spec no-such-spec" "--weights w" "--precision f64" "--format onnx" "--cases 0"; do
+  "$cutcheck" conform-engine --engine "touch ran; $test_engine none" $args > out.txt 2> err.txt
+  rc=$?
+  [ $rc = 2 ] || fail "conform-engine $args: exited $rc, not 2: $(cat err.txt)"
+  [ ! -e ran ] || fail "conform-engine $args: ran the engine"
+  rm -f ran
+done
+
+[ $failures = 0 ] && echo "all passed"
+exit $((failures > 0))
