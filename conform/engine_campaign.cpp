@@ -91,7 +91,7 @@ Json case_json(const EngineCaseResult& r) {
   for (const OutputError& e : r.errors) errors.push_back(output_error_json(e));
   for (const PositionFigure& p : r.positions)
     positions.push_back({{"request", p.request}, {"position", p.position}, {"worst_abs", p.worst_abs},
-                         {"bound", p.bound}, {"headroom", p.headroom}, {"exact", p.exact}});
+                         {"bound", p.bound}, {"headroom", p.headroom}, {"top_bound", p.top_bound}, {"exact", p.exact}});
   return {{"index", r.index},       {"case", r.c.to_json()},          {"text", r.c.str()},
           {"kind", "engine"},       {"ctx", r.c.longest()},           {"rows", r.c.requests.size()},
           {"verdict", verdict_name(r.verdict)}, {"failure", r.failure}, {"failure_type", r.failure_type},
@@ -275,13 +275,16 @@ Json engine_report_json(const EngineReport& report) {
     failures.push_back({{"index", f.original.index}, {"kind", "engine"}, {"original", case_json(f.original)},
                         {"shrunk", case_json(f.shrunk)}, {"shrink_runs", f.shrink_runs}, {"piece", ""}, {"value", ""},
                         {"reproducer", f.reproducer.string()}, {"command", f.command}});
-  // Per position over every case: the worst |log p - log p_ref|, and the bound and
-  // headroom of the element that came closest to its bound.
+  // Per position over every case: the worst |log p - log p_ref|, the bound and headroom of
+  // the element that came closest to its bound, and the tightest bound of a top token.
   std::map<int64_t, Json> by_position;
   for (const EngineCaseResult& r : report.results)
     for (const PositionFigure& p : r.positions) {
       Json& b = by_position[p.position];
-      if (b.is_null()) b = {{"position", p.position}, {"compared", 0}, {"exact", 0}, {"worst_abs", 0.0}, {"bound", 0.0}, {"headroom", 0.0}};
+      if (b.is_null())
+        b = {{"position", p.position}, {"compared", 0}, {"exact", 0}, {"worst_abs", 0.0}, {"bound", 0.0}, {"headroom", 0.0},
+             {"top_bound", p.top_bound}};
+      b["top_bound"] = std::min(b["top_bound"].get<double>(), p.top_bound);
       b["compared"] = b["compared"].get<int>() + 1;
       b["exact"] = b["exact"].get<int>() + (p.exact ? 1 : 0);
       b["worst_abs"] = std::max(b["worst_abs"].get<double>(), p.worst_abs);

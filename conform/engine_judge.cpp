@@ -79,7 +79,7 @@ EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std
       if (p >= comparable_end) break;
       const PositionExpectation& x = want.at.at(p);
       const PositionLogprobs& lp = got.logprobs[j];
-      PositionFigure fig{int64_t(i), p, 0, 0, 0, true};
+      PositionFigure fig{int64_t(i), p, 0, 0, 0, x.lp.bound[size_t(x.next)], true};
       bool ok = true;
       auto one = [&](int32_t t, double value) {
         ok = compare(v, fig, value, x.lp.value[size_t(t)], x.lp.bound[size_t(t)], i, p, t) && ok;

@@ -16,6 +16,7 @@ struct PositionFigure {
   double worst_abs = 0;  // the largest |log p - log p_ref| over the bounded tokens
   double bound = 0;      // the bound of the token with the largest headroom
   double headroom = 0;   // the largest |log p - log p_ref| / bound (<= 1 passes)
+  double top_bound = 0;  // the bound of the reference's most likely token
   bool exact = false;    // every log-probability rounds to the reference's f32 value
 };
 

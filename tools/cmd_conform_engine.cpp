@@ -20,12 +20,12 @@ namespace {
 // Per position over the campaign: the worst |log p - log p_ref|, and the element that came
 // closest to its bound.
 std::string position_table(const Json& report) {
-  std::string out = fmt::format("{:>9} {:>9} {:>15} {:>12} {:>9} {:>6}\n", "position", "compared", "worst |dlogp|",
-                                "its bound", "headroom", "exact");
+  std::string out = fmt::format("{:>9} {:>9} {:>15} {:>12} {:>9} {:>12} {:>6}\n", "position", "compared",
+                                "worst |dlogp|", "its bound", "headroom", "top's bound", "exact");
   for (const Json& p : report.at("by_position"))
-    out += fmt::format("{:>9} {:>9} {:>15.3g} {:>12.3g} {:>9.3g} {:>6}\n", p.at("position").get<int64_t>(),
+    out += fmt::format("{:>9} {:>9} {:>15.3g} {:>12.3g} {:>9.3g} {:>12.3g} {:>6}\n", p.at("position").get<int64_t>(),
                        p.at("compared").get<int>(), p.at("worst_abs").get<double>(), p.at("bound").get<double>(),
-                       p.at("headroom").get<double>(), p.at("exact").get<int>());
+                       p.at("headroom").get<double>(), p.at("top_bound").get<double>(), p.at("exact").get<int>());
   return out;
 }
 

@@ -84,7 +84,7 @@ int main_(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 2 && args[1] == "describe") {
     std::cout << Json{{"format", "cutcheck-engine-1"}, {"name", "cutcheck-test-engine " + args[0]},
-                      {"model_formats", {"cutcheck"}}, {"precisions", {"f32"}}, {"max_context", 80}}
+                      {"model_formats", {"cutcheck"}}, {"precisions", {"f32"}}, {"max_context", 512}}
                      .dump()
               << "\n";
     return 0;
