@@ -41,6 +41,21 @@ for fault in late norm token; do
 done
 grep -q "the engine chose token" keep-token/*/report.txt || fail "fault token: the reproducer does not say the token"
 
+# A top-k engine passes and is handed the reference's top token; one whose top-k leaves a
+# likely token out fails. Half precisions: the model file in f16 / bf16, held to their bound.
+"$cutcheck" conform-engine --engine "$test_engine top3" --cases 2 --json report.json > out.txt 2> err.txt
+[ $? = 0 ] || fail "a top-k engine: did not pass: $(cat out.txt err.txt)"
+check_json "a top-k engine" "r['options']['top_k'] == 3"
+"$cutcheck" conform-engine --engine "$test_engine top3-gap" --cases 2 --no-shrink --json report.json > out.txt 2> err.txt
+[ $? = 1 ] || fail "a top-k engine with a gap: not caught"
+grep -q "missing from the engine's top-k" report.json || fail "a top-k engine with a gap: no reason: $(cat out.txt)"
+for precision in f16 bf16; do
+  "$cutcheck" conform-engine --engine "$test_engine none" --cases 2 --precision $precision --json report.json > out.txt 2> err.txt
+  [ $? = 0 ] || fail "--precision $precision: the reference as an engine did not pass: $(cat out.txt err.txt)"
+  check_json "--precision $precision" "r['tolerance']['precision'] == '$precision' and r['cases'][0]['case']['spec']['dtype'] == '$precision'"
+done
+nothing_left "top-k and half precisions"
+
 # Engines that break the protocol fail, with the reason; the campaign goes on.
 hostile() {  # $1 = mode, $2 = expected failure_type, $3 = a phrase of the failure
   "$cutcheck" conform-engine --engine "$engines/hostile_engine.sh $1" --cases 2 --no-shrink --timeout 1.5 \

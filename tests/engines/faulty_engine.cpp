@@ -8,6 +8,9 @@
 //   late   a token 0 (a BOS) goes before every prompt, so each position is evaluated one late
 //   norm   the final norm's first gain is 1% larger than the file says
 //   token  the second generated token of each request is the runner-up, not the arg-max
+//   top3   correct, answering with the top 3 log-probabilities (and `include`) only
+//   top3-gap  the same, leaving out the second most likely token
+// It declares f32, f16 and bf16 and computes in f32 on the weights as stored.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,7 +30,9 @@
 namespace cutcheck {
 namespace {
 
-Json log_softmax(const std::vector<float>& z) {
+// The full vocabulary's log-probabilities, or with `top` > 0 [token, logprob] pairs of the
+// `top` most likely and the `include` tokens (one left out by the top3-gap fault).
+Json log_softmax(const std::vector<float>& z, int top, const Json& include, bool gap) {
   double m = -std::numeric_limits<double>::infinity(), s = 0;
   for (float v : z) m = std::max(m, double(v));
   for (float v : z) s += std::exp(double(v) - m);
@@ -36,17 +41,31 @@ Json log_softmax(const std::vector<float>& z) {
     const double lp = double(v) - m - std::log(s);
     out.push_back(std::isinf(lp) ? Json(nullptr) : Json(lp));
   }
-  return out;
+  if (top == 0) return out;
+  std::vector<int> order(z.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return z[size_t(a)] > z[size_t(b)]; });
+  std::vector<int> chosen(order.begin(), order.begin() + std::min<size_t>(size_t(top) + gap, order.size()));
+  if (gap && chosen.size() > 1) chosen.erase(chosen.begin() + 1);
+  for (const Json& t : include)
+    if (std::find(chosen.begin(), chosen.end(), t.get<int>()) == chosen.end()) chosen.push_back(t.get<int>());
+  Json pairs = Json::array();
+  for (int t : chosen) pairs.push_back({t, out[size_t(t)]});
+  return pairs;
 }
 
-Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request, const std::string& fault) {
+Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request, const std::string& fault, int top) {
   std::vector<int32_t> sequence;
   if (fault == "late") sequence.push_back(0);
   const int64_t shift = int64_t(sequence.size());
   for (const Json& t : request.at("prompt")) sequence.push_back(t.get<int32_t>());
   const int64_t prompt = int64_t(sequence.size()), steps = request.at("steps").get<int64_t>();
-  std::map<int64_t, Json> wanted;
-  for (const Json& p : request.at("positions")) wanted[p.get<int64_t>() + shift] = nullptr;
+  std::map<int64_t, Json> wanted, include;
+  for (size_t i = 0; i < request.at("positions").size(); ++i) {
+    const int64_t p = request.at("positions")[i].get<int64_t>() + shift;
+    wanted[p] = nullptr;
+    include[p] = top ? request.at("include")[i] : Json::array();
+  }
   const int64_t ctx = prompt + steps;
   TensorMap state;
   for (int64_t l = 0; l < spec.layers; ++l) {
@@ -62,7 +81,7 @@ Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request,
     for (auto& [name, t] : state) t = out.at(name);
     auto z = out.at("logits").as<float>();
     const std::vector<float> logits(z.begin(), z.end());
-    if (wanted.count(pos)) wanted[pos] = log_softmax(logits);
+    if (wanted.count(pos)) wanted[pos] = log_softmax(logits, top, include[pos], fault == "top3-gap");
     if (pos >= prompt - 1 && int64_t(tokens.size()) < steps) {  // this position generates a token
       int32_t next = out.at("next").as<int32_t>()[0];
       if (fault == "token" && pos == prompt) {  // the second generated token: the runner-up
@@ -83,10 +102,10 @@ Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request,
 int main_(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 2 && args[1] == "describe") {
-    std::cout << Json{{"format", "cutcheck-engine-1"}, {"name", "cutcheck-test-engine " + args[0]},
-                      {"model_formats", {"cutcheck"}}, {"precisions", {"f32"}}, {"max_context", 512}}
-                     .dump()
-              << "\n";
+    Json d = {{"format", "cutcheck-engine-1"}, {"name", "cutcheck-test-engine " + args[0]},
+              {"model_formats", {"cutcheck"}}, {"precisions", {"f32", "f16", "bf16"}}, {"max_context", 80}};
+    if (args[0].starts_with("top3")) d.update({{"logprobs", "top_k"}, {"max_top_k", 3}});
+    std::cout << d.dump() << "\n";
     return 0;
   }
   std::map<std::string, std::string> opt;
@@ -107,7 +126,8 @@ int main_(int argc, char** argv) {
   ReferenceRunner runner(spec, weights);
   const Json requests = parse_json(read_file(opt["--requests"]), "requests");
   Json results = Json::array();
-  for (const Json& r : requests.at("requests")) results.push_back(answer(runner, spec, r, fault));
+  const int top = int(requests.at("top_k").get<int64_t>());
+  for (const Json& r : requests.at("requests")) results.push_back(answer(runner, spec, r, fault, top));
   write_file_atomic(opt["--out"], Json{{"format", "cutcheck-engine-1"}, {"results", results}}.dump() + "\n");
   return 0;
 }
