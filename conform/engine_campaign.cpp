@@ -127,7 +127,15 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
     for (int64_t p : request.positions) mine.push_back({expected.back().at.at(p).next});
   }
   fs::create_directories(work);
-  const fs::path model = write_engine_model(o.format, work / "model", c.spec, weights);
+  fs::path model;
+  try {
+    model = write_engine_model(o.format, work / "model", c.spec, weights, weights_dtype(o.precision));
+  } catch (const NotYet& e) {
+    r.verdict = Verdict::unsupported;
+    r.failure = fmt::format("the {} format cannot carry this model: {}", model_format_name(o.format), e.what());
+    r.seconds = since(start);
+    return r;
+  }
   const fs::path requests = work / "requests.json", out = work / "results.json";
   write_file_atomic(requests, requests_json(c.spec.vocab, o.top_k, c.requests, include).dump() + "\n");
   fs::remove(out);

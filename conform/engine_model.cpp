@@ -1,6 +1,8 @@
 #include "conform/engine_model.h"
 
 #include "core/error.h"
+#include "model/gguf_export.h"
+#include "model/hf_export.h"
 #include "model/weights.h"
 
 namespace cutcheck {
@@ -9,17 +11,26 @@ fs::path engine_model_path(ModelFormat format, const fs::path& folder) {
   return format == ModelFormat::gguf ? folder / "model.gguf" : folder;
 }
 
-fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights) {
-  fs::create_directories(folder);
+fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights,
+                            DType dtype) {
   switch (format) {
     case ModelFormat::cutcheck:
+      fs::create_directories(folder);
       write_weights(folder, weights, spec);
       write_file_atomic(folder / "spec.json", spec.to_json().dump(2) + "\n");
-      return folder;
+      break;
     case ModelFormat::gguf:
-    case ModelFormat::hf: break;
+      try {
+        check_gguf_expressible(spec);
+      } catch (const Error& e) {  // a knob the engine declared that the format cannot carry
+        throw NotYet(e.what());
+      }
+      fs::create_directories(folder);
+      write_gguf(engine_model_path(format, folder), spec, weights, dtype);
+      break;
+    case ModelFormat::hf: write_hf(folder, spec, weights, dtype); break;
   }
-  throw NotYet("the " + model_format_name(format) + " model format is not written yet (the exporters are not merged)");
+  return engine_model_path(format, folder);
 }
 
 }  // namespace cutcheck

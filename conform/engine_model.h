@@ -9,7 +9,11 @@ namespace cutcheck {
 
 // Writes the model under `folder` and returns the path to hand the engine: the folder
 // itself for `cutcheck` (spec.json + model.safetensors) and `hf`, a file in it for `gguf`.
+// The GGUF and Hugging Face files store the weights in `dtype` (the run's precision); the
+// cutcheck folder stores them as the spec says (generated specs have the run's dtype).
 fs::path engine_model_path(ModelFormat format, const fs::path& folder);
-fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights);
+// Throws NotYet for a spec the format cannot express (a knob GGUF's llama architecture lacks).
+fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights,
+                            DType dtype);
 
 }  // namespace cutcheck

@@ -60,6 +60,15 @@ ModelFormat parse_model_format(const std::string& name) {
   throw Error(fmt::format("unknown model format '{}' (cutcheck, gguf or hf)", name));
 }
 
+DType weights_dtype(Precision p) {
+  switch (p) {
+    case Precision::f32: return DType::f32;
+    case Precision::f16: return DType::f16;
+    case Precision::bf16: return DType::bf16;
+  }
+  return DType::f32;
+}
+
 EngineDescription EngineDescription::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: expected a JSON object", source));
   static const std::set<std::string> keys = {"format", "name", "model_formats", "precisions", "max_context", "logprobs",

@@ -22,6 +22,9 @@ enum class ModelFormat { cutcheck, gguf, hf };
 std::string model_format_name(ModelFormat f);
 ModelFormat parse_model_format(const std::string& name);  // throws Error naming the formats
 
+// The element type a run's model files store their weights in: the run's precision.
+DType weights_dtype(Precision p);
+
 struct EngineDescription {
   std::string name;
   std::vector<ModelFormat> formats;

@@ -120,7 +120,7 @@ void add_conform_engine(CLI::App& app) {
     o.run.weights = a->weights;
     o.space.spec = spec;
     o.space.given_weights = !a->weights.empty();
-    o.space.dtype = o.run.precision == Precision::f32 ? DType::f32 : o.run.precision == Precision::f16 ? DType::f16 : DType::bf16;
+    o.space.dtype = weights_dtype(o.run.precision);
     o.space.ctx_max = a->ctx_max;
     o.space.requests = a->requests;
     o.space.steps_max = a->steps;

@@ -80,7 +80,7 @@ function readRequests(file) {
     if (!Array.isArray(r.prompt) || r.prompt.length === 0 || !r.prompt.every((t) => Number.isInteger(t) && t >= 0 && t < doc.vocab))
       throw new Failure(at('prompt must be a non-empty array of token ids below the vocabulary'));
     if (!Number.isInteger(r.steps) || r.steps < 0) throw new Failure(at('steps must be an integer >= 0'));
-    const last = r.prompt.length + r.steps - 1;
+    const last = Math.max(r.prompt.length, r.prompt.length + r.steps - 1);  // docs/engines.md: positions below max(n, n + steps - 1)
     if (!Array.isArray(r.positions) || !r.positions.every((p, j) => Number.isInteger(p) && p >= 0 && p < last && (j === 0 || p > r.positions[j - 1])))
       throw new Failure(at(`positions must increase, each in [0, ${last})`));
   });
