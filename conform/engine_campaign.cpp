@@ -26,8 +26,15 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The engine's output files may hold a full vocabulary per position; larger is garbage.
-constexpr uint64_t results_cap = uint64_t{1} << 30;
+// The most a results file may take: 64 bytes per value asked for (a log-probability with
+// all its digits, or a [token, logprob] pair) and 1 MiB besides, so that an engine writing
+// without end costs neither memory nor time. A larger file is the engine's failure.
+uint64_t results_cap(const EngineCase& c, int64_t top_k) {
+  uint64_t values = 0;
+  for (const EngineRequest& r : c.requests)
+    values += uint64_t(r.steps) + r.positions.size() * uint64_t(top_k > 0 ? top_k + 1 : c.spec.vocab);
+  return (uint64_t{1} << 20) + 64 * values;
+}
 
 // The last line of what the engine printed, for a one-line message.
 std::string last_line(const std::string& tail) {
@@ -163,8 +170,8 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
         throw FormatError(fmt::format("{}: the engine exited 0 without writing its results", out.string()));
       if (!fs::is_regular_file(out))
         throw FormatError(fmt::format("{}: the engine's results are not a regular file", out.string()));
-      results = parse_results(parse_json(read_file(out, results_cap), "results.json"), c.requests, c.spec.vocab, o.top_k,
-                              "results.json");
+      results = parse_results(parse_json(read_file(out, results_cap(c, o.top_k)), "results.json"), c.requests,
+                              c.spec.vocab, o.top_k, "results.json");
     } catch (const Error& e) {
       r.verdict = Verdict::failed;
       r.failure_type = "protocol";

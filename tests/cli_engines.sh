@@ -64,11 +64,12 @@ hostile() {  # $1 = mode, $2 = expected failure_type, $3 = a phrase of the failu
   [ $rc = 1 ] || fail "engine $1: exited $rc, not 1"
   check_json "engine $1" "r['counts']['failed'] == 2 and r['cases'][0]['failure_type'] == '$2'"
   grep -q -- "$3" report.json || fail "engine $1: the report does not say '$3': $(cat out.txt)"
-  nothing_left "engine $1" "sleep 1000"
+  nothing_left "engine $1" "sleep 7919"
 }
 hostile not-json protocol "malformed JSON"
 hostile short-vocab protocol "results\[0\].logprobs\[0\]: .* numbers, the vocabulary has"
 hostile no-output protocol "without writing its results"
+hostile huge protocol "bytes allowed"
 hostile crash crash "killed by signal 11"
 hostile hang timeout "timed out"
 

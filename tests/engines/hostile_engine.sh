@@ -5,6 +5,7 @@
 #   not-json       run writes text that is not JSON
 #   short-vocab    run writes one log-probability too few at each position
 #   no-output      run exits 0 and writes nothing
+#   huge           run writes 30 MB, far more than its requests can take
 #   crash          run kills itself with SIGSEGV
 #   hang           run never ends
 #   unsupported    run exits 77
@@ -31,8 +32,9 @@ json.dump({"format": "cutcheck-engine-1", "results": res}, open(sys.argv[2], "w"
 PY
     ;;
   no-output) ;;
+  huge) head -c 30000000 /dev/zero | tr '\0' ' ' > "$out" ;;
   crash) kill -SEGV $$ ;;
-  hang) sleep 1000 ;;
+  hang) sleep 7919 ;;
   unsupported) echo "no such model here" >&2; exit 77 ;;
 esac
 exit 0
