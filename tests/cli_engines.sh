@@ -3,10 +3,14 @@
 # fault planted in the test engine is caught, shrunk to a small case, and its replay fails
 # again; engines that break the protocol fail their cases with the reason, blamed on them;
 # cutcheck's own errors exit 2.
-# Usage: cli_engines.sh CUTCHECK TEST_ENGINE
+# With CUTCHECK_LLAMACPP (and tools/llamacpp/node_modules), llama.cpp passes on random
+# specs, and its adapter's planted fault is caught and shrunk.
+# Usage: cli_engines.sh CUTCHECK TEST_ENGINE [CUTCHECK_LLAMACPP SOURCE_DIR]
 set -uo pipefail
 engines=$(cd "$(dirname "$0")/engines" && pwd)
 test_engine=$2
+llamacpp=${3:-}
+source_dir=${4:-}
 source "$(dirname "$0")/backend_sandbox.sh" "$1" engines
 
 check_json() {  # $1 = label, $2 = a Python expression over the report r
@@ -92,6 +96,21 @@ for args in "--spec no-such-spec" "--weights w" "--precision f64" "--format onnx
   [ ! -e ran ] || fail "conform-engine $args: ran the engine"
   rm -f ran
 done
+
+if [ -n "$llamacpp" ] && command -v node >/dev/null 2>&1 && [ -d "$source_dir/tools/llamacpp/node_modules/node-llama-cpp" ]; then
+  "$cutcheck" conform-engine --engine "$llamacpp" --cases 2 --json report.json > out.txt 2> err.txt
+  [ $? = 0 ] || fail "llama.cpp did not pass: $(cat out.txt err.txt)"
+  check_json "llama.cpp" "r['counts']['passed'] == 2 and r['summary'][0]['worst']['headroom'] < 0.5"
+  "$cutcheck" conform-engine --engine "$llamacpp --fault late" --cases 1 --shrink-time 15 --keep keep-llama \
+    --json report.json > out.txt 2> err.txt
+  [ $? = 1 ] || fail "llama.cpp with its fault: not caught: $(cat out.txt err.txt)"
+  check_json "llama.cpp with its fault, shrunk" "r['failures'][0]['shrink_runs'] > 0 and r['failures'][0]['shrunk']['ctx'] <= r['failures'][0]['original']['ctx'] and r['failures'][0]['shrunk']['case']['spec']['dim'] <= r['failures'][0]['original']['case']['spec']['dim']"
+  nothing_left "llama.cpp"
+elif [ -n "${CUTCHECK_REQUIRE_LLAMACPP:-}" ]; then
+  fail "CUTCHECK_REQUIRE_LLAMACPP is set, but node or tools/llamacpp/node_modules is missing"
+else
+  echo "llama.cpp: skipped (no node or no tools/llamacpp/node_modules)"
+fi
 
 [ $failures = 0 ] && echo "all passed"
 exit $((failures > 0))
