@@ -1,6 +1,7 @@
 #include "core/files.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -144,6 +145,40 @@ void write_file_atomic(const fs::path& path, const FileProducer& produce) {
 
 void write_file_atomic(const fs::path& path, const std::string& text) {
   write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+void publish_folder(const fs::path& dir, const std::function<void(const fs::path&)>& fill) {
+  const fs::path target = fs::absolute(dir).lexically_normal();
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  static std::atomic<unsigned> counter{0};
+  const fs::path temp = parent / fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
+  try {
+    fs::create_directories(parent);
+    fs::create_directories(temp);
+    fill(temp);
+    if (!fs::exists(fs::symlink_status(target))) {
+      fs::rename(temp, target);
+      return;
+    }
+    // Swap the new folder in: the old one ends up at `temp`, and is removed.
+    if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+      // No exchange on this filesystem: set the old folder aside, then move the new one in.
+      const fs::path old = parent / fmt::format(".{}.old.{}.{}", target.filename().string(), ::getpid(), counter++);
+      fs::rename(target, old);
+      fs::rename(temp, target);
+      fs::remove_all(old);
+      return;
+    }
+    fs::remove_all(temp);
+  } catch (const fs::filesystem_error& e) {
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    throw IoError(fmt::format("cannot write the folder '{}': {}", dir.string(), e.code().message()));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    throw;
+  }
 }
 
 std::shared_ptr<const MappedFile> MappedFile::open(const fs::path& path) {

@@ -26,6 +26,13 @@ using FileSink = std::function<void(std::span<const std::byte>)>;
 using FileProducer = std::function<void(const FileSink&)>;
 void write_file_atomic(const fs::path& path, const FileProducer& produce);
 
+// Makes folder `dir` hold exactly what `fill` writes into the empty folder it is handed:
+// a sibling temporary folder, which then takes the place of `dir` in one step (an atomic
+// exchange where the filesystem has one; else the old folder is set aside first). On any
+// failure the temporary folder is removed and `dir` is left as it was. Callers check
+// first that `dir`, if it exists, is theirs to replace.
+void publish_folder(const fs::path& dir, const std::function<void(const fs::path&)>& fill);
+
 // A read-only memory mapping of a whole file.
 class MappedFile {
  public:

@@ -78,8 +78,9 @@ Tensor take(const CheckpointTensor& t, DType to, const std::string& where) {
   return out;
 }
 
-// cutcheck's weight name -> the checkpoint's.
-std::map<std::string, std::string> name_map(const ModelSpec& spec, const CheckpointNames& names) {
+}  // namespace
+
+std::map<std::string, std::string> checkpoint_name_map(const ModelSpec& spec, const CheckpointNames& names) {
   std::map<std::string, std::string> out = {{weight::embedding(), names.embedding},
                                             {weight::final_norm(), names.final_norm},
                                             {weight::output(), names.output}};
@@ -96,8 +97,6 @@ std::map<std::string, std::string> name_map(const ModelSpec& spec, const Checkpo
   return out;
 }
 
-}  // namespace
-
 TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const CheckpointNames& checkpoint_names,
                        const std::string& source, bool widen) {
   // Each layer has nine tensors: this bounds the layout by the checkpoint's size, whatever
@@ -105,7 +104,7 @@ TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const 
   if (spec.layers > int64_t(tensors.size()))
     throw FormatError(fmt::format("{}: the model has {} layers, but the checkpoint holds only {} tensors", source,
                                   spec.layers, tensors.size()));
-  const std::map<std::string, std::string> names = name_map(spec, checkpoint_names);
+  const std::map<std::string, std::string> names = checkpoint_name_map(spec, checkpoint_names);
   // Every weight present, of the right shape and a dtype the importers read, before any is taken.
   std::vector<std::pair<const WeightInfo*, const CheckpointTensor*>> found;
   const std::vector<WeightInfo> layout = weight_layout(spec);

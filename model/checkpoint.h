@@ -36,6 +36,10 @@ struct CheckpointNames {
   std::array<std::string, 5> knob_layer = {};
 };
 
+// cutcheck's weight name -> the checkpoint's, for every weight of the spec's layout (and
+// `output`, which a tied spec lacks).
+std::map<std::string, std::string> checkpoint_name_map(const ModelSpec& spec, const CheckpointNames& names);
+
 // Every weight of the spec's layout from the checkpoint tensor `names` gives it, shape
 // checked. The weights keep the checkpoint's dtype (viewed in place, never copied) when
 // one 16-bit float type stores them all, F32 tensors beside it (GGUF's norms) narrowed

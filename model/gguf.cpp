@@ -388,9 +388,7 @@ ModelSpec gguf_spec(const GgufFile& file, const std::string& source) {
   return s;
 }
 
-namespace {
-
-const CheckpointNames gguf_names = {"token_embd.weight",
+const CheckpointNames gguf_tensor_names = {"token_embd.weight",
                                     "output_norm.weight",
                                     "output.weight",
                                     "blk.{}.",
@@ -398,14 +396,12 @@ const CheckpointNames gguf_names = {"token_embd.weight",
                                      "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_down.weight",
                                      "ffn_up.weight"}};
 
-}  // namespace
-
 ImportedModel read_gguf(std::span<const std::byte> bytes, const std::string& source,
                         std::shared_ptr<const void> keepalive, bool widen) {
   GgufFile file = parse_gguf(bytes, source, std::move(keepalive));
   ImportedModel m;
   m.spec = gguf_spec(file, source);
-  m.weights = take_weights(m.spec, file.tensors, gguf_names, source, widen);
+  m.weights = take_weights(m.spec, file.tensors, gguf_tensor_names, source, widen);
   return m;
 }
 

@@ -38,6 +38,9 @@ std::string gguf_type_name(uint32_t value_type);  // "uint32", "string", ...
 GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source,
                     std::shared_ptr<const void> keepalive);
 
+// The tensor names of llama.cpp's `llama` architecture (no knob tensors).
+extern const CheckpointNames gguf_tensor_names;
+
 // The spec the metadata describes (architecture `llama`).
 ModelSpec gguf_spec(const GgufFile& file, const std::string& source);
 

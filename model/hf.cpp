@@ -274,7 +274,7 @@ ModelSpec hf_spec(const Json& config, const std::string& source) {
 }
 
 // Hugging Face's names for the weights.
-const CheckpointNames hf_names = {
+const CheckpointNames hf_tensor_names = {
     "model.embed_tokens.weight",
     "model.norm.weight",
     "lm_head.weight",
@@ -290,7 +290,7 @@ ImportedModel read_hf(const Json& config, const std::string& config_source, Chec
   ImportedModel m;
   m.spec = hf_spec(config, config_source);
   drop_redundant(tensors, m.spec);
-  m.weights = take_weights(m.spec, tensors, hf_names, tensors_source, widen);
+  m.weights = take_weights(m.spec, tensors, hf_tensor_names, tensors_source, widen);
   return m;
 }
 

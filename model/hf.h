@@ -14,6 +14,9 @@ struct ImportedModel {
   TensorMap weights;  // by cutcheck's names (model/weights.h), in spec.dtype
 };
 
+// Hugging Face's tensor names (transformers' Llama, Mistral, Qwen2 and Qwen3 classes).
+extern const CheckpointNames hf_tensor_names;
+
 // The spec config.json describes. Throws FormatError naming `source` and the key for an
 // architecture cutcheck does not import, a key that changes semantics the spec has no
 // knob for, an unknown key, or a value of the wrong type.

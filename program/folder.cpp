@@ -1,11 +1,6 @@
 #include "program/folder.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <stdio.h>
-#include <unistd.h>
-
-#include <atomic>
 
 #include "core/error.h"
 #include "program/text.h"
@@ -73,40 +68,12 @@ void check_replaceable(const fs::path& dir) {
 
 void publish_program(const fs::path& dir, const std::vector<ProgramFolder>& chips, bool split) {
   check_replaceable(dir);
-  const fs::path target = fs::absolute(dir).lexically_normal();
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::create_directories(parent);
-  static std::atomic<unsigned> counter{0};
-  const fs::path temp = parent / fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
-  try {
-    fs::create_directories(temp);
+  publish_folder(dir, [&](const fs::path& temp) {
     if (split)
       for (size_t c = 0; c < chips.size(); ++c) chips[c].write(temp / fmt::format("chip{}", c));
     else
       chips.at(0).write(temp);
-    if (!fs::exists(fs::symlink_status(target))) {
-      fs::rename(temp, target);
-      return;
-    }
-    // Swap the new folder in: the old one ends up at `temp`, and is removed.
-    if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
-      // No exchange on this filesystem: set the old folder aside, then move the new one in.
-      const fs::path old = parent / fmt::format(".{}.old.{}.{}", target.filename().string(), ::getpid(), counter++);
-      fs::rename(target, old);
-      fs::rename(temp, target);
-      fs::remove_all(old);
-      return;
-    }
-    fs::remove_all(temp);
-  } catch (const fs::filesystem_error& e) {
-    std::error_code ignored;
-    fs::remove_all(temp, ignored);
-    throw IoError(fmt::format("cannot write the program folder '{}': {}", dir.string(), e.code().message()));
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(temp, ignored);
-    throw;
-  }
+  });
 }
 
 std::vector<fs::path> chip_folders(const fs::path& dir) {

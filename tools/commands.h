@@ -14,6 +14,7 @@ void add_run(CLI::App& app);
 void add_generate(CLI::App& app);
 void add_spec(CLI::App& app);
 void add_imports(CLI::App& app);  // import-llama2c, import-hf, import-gguf
+void add_exports(CLI::App& app);  // export-gguf, export-hf
 void add_check(CLI::App& app);
 void add_conform(CLI::App& app);
 void add_mutate(CLI::App& app);

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   cutcheck::cli::add_generate(app);
   cutcheck::cli::add_spec(app);
   cutcheck::cli::add_imports(app);
+  cutcheck::cli::add_exports(app);
   cutcheck::cli::add_check(app);
   cutcheck::cli::add_conform(app);
   cutcheck::cli::add_mutate(app);

@@ -1,0 +1,182 @@
+// cutcheck-llamacpp: cutcheck's engine adapter for llama.cpp (docs/engines.md, protocol
+// cutcheck-engine-1; docs/llamacpp.md), through node-llama-cpp's prebuilt CPU binary.
+//   node run.mjs [--fault late] describe
+//   node run.mjs [--fault late] run --model M.gguf --format gguf --precision P --requests REQ --out OUT
+// It hands llama.cpp token ids only: the GGUF's vocabulary is synthetic (cutcheck
+// export-gguf), and no text is ever tokenized. Exit 0 with the answer written, 77 for a
+// model it does not run, 2 on any other error (with a message on stderr).
+import fs from 'node:fs';
+import path from 'node:path';
+
+const FORMAT = 'cutcheck-engine-1';
+const VERSION = '3.21.1';  // node-llama-cpp, pinned in package.json
+// One thread: llama.cpp's results then do not depend on the machine's core count, and a
+// campaign on a shared CI machine takes one core (docs/llamacpp.md has the measurements).
+const THREADS = 1;
+// The KV cache's element type per precision: f32 keeps keys and values as computed;
+// f16 and bf16 store them as llama.cpp does by default for such models.
+const KV_CACHE_TYPE = { f32: 'F32', f16: 'F16', bf16: 'BF16' };
+// Planted faults, for showing that conform-engine catches and shrinks a wrong engine:
+// `late` evaluates every prompt one position late (its first token twice), as an engine
+// that forgets to drop a BOS token it added would.
+const FAULTS = ['late'];
+
+class Failure extends Error {
+  constructor(message, code = 2) {
+    super(message);
+    this.code = code;
+  }
+}
+
+function parseArgs(argv) {
+  const args = { fault: null };
+  let i = 0;
+  for (; i < argv.length && argv[i].startsWith('--'); i += 2) {
+    if (argv[i] !== '--fault' || argv[i + 1] === undefined) throw new Failure(`unknown option '${argv[i]}' before the verb`);
+    if (!FAULTS.includes(argv[i + 1])) throw new Failure(`--fault '${argv[i + 1]}': choose one of ${FAULTS.join(', ')}`);
+    args.fault = argv[i + 1];
+  }
+  args.verb = argv[i++];
+  if (args.verb === 'describe') {
+    if (i !== argv.length) throw new Failure(`describe takes no arguments (got '${argv[i]}')`);
+    return args;
+  }
+  if (args.verb !== 'run') throw new Failure(`usage: cutcheck-llamacpp [--fault late] describe | run --model M --format gguf --precision P --requests REQ --out OUT`);
+  const keys = ['--model', '--format', '--precision', '--requests', '--out'];
+  for (; i < argv.length; i += 2) {
+    if (!keys.includes(argv[i]) || argv[i + 1] === undefined) throw new Failure(`run: unknown option or missing value at '${argv[i]}'`);
+    args[argv[i].slice(2)] = argv[i + 1];
+  }
+  for (const k of keys) if (args[k.slice(2)] === undefined) throw new Failure(`run: ${k} is required`);
+  return args;
+}
+
+function describe(fault) {
+  return {
+    format: FORMAT,
+    name: `llama.cpp via node-llama-cpp ${VERSION} (CPU, ${THREADS} thread${fault ? `, fault ${fault}` : ''})`,
+    model_formats: ['gguf'],
+    precisions: ['f32', 'f16', 'bf16'],
+    max_context: 512,
+    logprobs: 'full',
+  };
+}
+
+// The requests document, checked as far as this adapter relies on it.
+function readRequests(file) {
+  let doc;
+  try {
+    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Failure(`${file}: ${e.message}`);
+  }
+  const where = (what) => `${file}: ${what}`;
+  if (doc.format !== FORMAT) throw new Failure(where(`format is ${JSON.stringify(doc.format)}, not "${FORMAT}"`));
+  if (!Number.isInteger(doc.vocab) || doc.vocab < 1) throw new Failure(where('vocab must be a positive integer'));
+  if (doc.top_k !== undefined && doc.top_k !== 0) throw new Failure(where(`top_k is ${doc.top_k}; this engine reports the full vocabulary (0)`));
+  if (!Array.isArray(doc.requests)) throw new Failure(where('requests must be an array'));
+  doc.requests.forEach((r, k) => {
+    const at = (what) => where(`requests[${k}].${what}`);
+    if (!Array.isArray(r.prompt) || r.prompt.length === 0 || !r.prompt.every((t) => Number.isInteger(t) && t >= 0 && t < doc.vocab))
+      throw new Failure(at('prompt must be a non-empty array of token ids below the vocabulary'));
+    if (!Number.isInteger(r.steps) || r.steps < 0) throw new Failure(at('steps must be an integer >= 0'));
+    const last = r.prompt.length + r.steps - 1;
+    if (!Array.isArray(r.positions) || !r.positions.every((p, j) => Number.isInteger(p) && p >= 0 && p < last && (j === 0 || p > r.positions[j - 1])))
+      throw new Failure(at(`positions must increase, each in [0, ${last})`));
+  });
+  return doc;
+}
+
+// The arg-max of a probability map (the lowest token on an exact tie).
+function greedy(probabilities) {
+  let best = -1, bestP = -1;
+  for (const [token, p] of probabilities) if (p > bestP || (p === bestP && token < best)) [best, bestP] = [token, p];
+  return best;
+}
+
+// Natural-log probabilities of tokens 0..vocab-1; null where the probability is 0.
+function logprobs(probabilities, vocab) {
+  if (probabilities.size !== vocab) throw new Failure(`llama.cpp returned ${probabilities.size} probabilities, the vocabulary has ${vocab}`);
+  const out = new Array(vocab).fill(null);
+  for (const [token, p] of probabilities) out[token] = p > 0 ? Math.log(p) : null;
+  return out;
+}
+
+// One request from an empty cache: the prompt in one batch, reporting the distributions
+// asked for (and the last one, for the first greedy step), then the greedy steps.
+async function answer(sequence, request, vocab, fault) {
+  await sequence.clearHistory();
+  const n = request.prompt.length;
+  const wanted = new Set(request.positions);
+  const fed = fault === 'late' ? [request.prompt[0], ...request.prompt] : request.prompt;
+  const shift = fed.length - n;
+  const items = fed.map((token, i) => {
+    const p = i - shift;  // the position this evaluation is reported as
+    const ask = p >= 0 && (wanted.has(p) || (p === n - 1 && request.steps > 0));
+    return ask ? [token, { generateNext: { probabilities: true } }] : token;
+  });
+  const results = await sequence.controlledEvaluate(items);
+  const distributions = new Map();  // position -> probability map
+  results.forEach((r, i) => { if (r?.next?.probabilities) distributions.set(i - shift, r.next.probabilities); });
+  const tokens = [];
+  for (let k = 0; k < request.steps; ++k) {
+    const token = greedy(distributions.get(n - 1 + k));
+    tokens.push(token);
+    if (k + 1 < request.steps) {
+      const [r] = await sequence.controlledEvaluate([[token, { generateNext: { probabilities: true } }]]);
+      distributions.set(n + k, r.next.probabilities);
+    }
+  }
+  return { id: request.id, tokens, logprobs: request.positions.map((p) => logprobs(distributions.get(p), vocab)) };
+}
+
+async function run(args) {
+  if (args.format !== 'gguf') throw new Failure(`--format '${args.format}': this engine loads gguf only`, 77);
+  if (!(args.precision in KV_CACHE_TYPE)) throw new Failure(`--precision '${args.precision}': choose f32, f16 or bf16`, 77);
+  const doc = readRequests(args.requests);
+  if (!fs.statSync(args.model, { throwIfNoEntry: false })?.isFile()) throw new Failure(`--model '${args.model}' is not a file`);
+  const { getLlama, LlamaLogLevel, LlamaModel } = await import('node-llama-cpp');
+  // node-llama-cpp checks at load that text survives tokenizing and detokenizing; on a
+  // synthetic vocabulary without byte tokens llama.cpp's tokenizer aborts the process
+  // there. Token ids are all this adapter gives, so text tokenizing is refused instead
+  // (a JavaScript error, which that check catches).
+  LlamaModel.prototype.tokenize = () => { throw new Error('cutcheck-llamacpp evaluates token ids only'); };
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: args.model, gpuLayers: 0 });
+  const longest = Math.max(2, ...doc.requests.map((r) => r.prompt.length + r.steps + 1));
+  const context = await model.createContext({
+    contextSize: longest,
+    batchSize: longest,
+    threads: THREADS,
+    flashAttention: false,
+    experimentalKvCacheKeyType: KV_CACHE_TYPE[args.precision],
+    experimentalKvCacheValueType: KV_CACHE_TYPE[args.precision],
+  });
+  const sequence = context.getSequence();
+  const results = [];
+  for (const request of doc.requests) results.push(await answer(sequence, request, doc.vocab, args.fault));
+  await context.dispose();
+  await model.dispose();
+  await llama.dispose();
+  const out = JSON.stringify({ format: FORMAT, results });
+  const temp = path.join(path.dirname(args.out), `.${path.basename(args.out)}.tmp.${process.pid}`);
+  fs.writeFileSync(temp, out);
+  fs.renameSync(temp, args.out);
+}
+
+async function main() {
+  try {
+    const args = parseArgs(process.argv.slice(2));
+    if (args.verb === 'describe') {
+      process.stdout.write(JSON.stringify(describe(args.fault)) + '\n');
+      return 0;
+    }
+    await run(args);
+    return 0;
+  } catch (e) {
+    process.stderr.write(`cutcheck-llamacpp: ${e instanceof Failure ? '' : 'error: '}${e.message}\n`);
+    return e instanceof Failure ? e.code : 2;
+  }
+}
+
+process.exitCode = await main();
