@@ -1,7 +1,10 @@
 // cutcheck-llamacpp: cutcheck's engine adapter for llama.cpp (docs/engines.md, protocol
 // cutcheck-engine-1; docs/llamacpp.md), through node-llama-cpp's prebuilt CPU binary.
-//   node run.mjs [--fault late] describe
-//   node run.mjs [--fault late] run --model M.gguf --format gguf --precision P --requests REQ --out OUT
+//   node run.mjs [OPTIONS] describe
+//   node run.mjs [OPTIONS] run --model M.gguf --format gguf --precision P --requests REQ --out OUT
+// OPTIONS (before the verb, so that they belong to the engine command conform-engine is
+// given): --fault late (a planted fault), --kv-cache f32|f16|bf16 (the KV cache's type
+// instead of the precision's), --threads N (instead of 1).
 // It hands llama.cpp token ids only: the GGUF's vocabulary is synthetic (cutcheck
 // export-gguf), and no text is ever tokenized. Exit 0 with the answer written, 77 for a
 // model it does not run, 2 on any other error (with a message on stderr).
@@ -12,7 +15,7 @@ const FORMAT = 'cutcheck-engine-1';
 const VERSION = '3.21.1';  // node-llama-cpp, pinned in package.json
 // One thread: llama.cpp's results then do not depend on the machine's core count, and a
 // campaign on a shared CI machine takes one core (docs/llamacpp.md has the measurements).
-const THREADS = 1;
+const DEFAULT_THREADS = 1;
 // The KV cache's element type per precision: f32 keeps keys and values as computed;
 // f16 and bf16 store them as llama.cpp does by default for such models.
 const KV_CACHE_TYPE = { f32: 'F32', f16: 'F16', bf16: 'BF16' };
@@ -29,19 +32,30 @@ class Failure extends Error {
 }
 
 function parseArgs(argv) {
-  const args = { fault: null };
+  const args = { fault: null, kvCache: null, threads: DEFAULT_THREADS };
   let i = 0;
   for (; i < argv.length && argv[i].startsWith('--'); i += 2) {
-    if (argv[i] !== '--fault' || argv[i + 1] === undefined) throw new Failure(`unknown option '${argv[i]}' before the verb`);
-    if (!FAULTS.includes(argv[i + 1])) throw new Failure(`--fault '${argv[i + 1]}': choose one of ${FAULTS.join(', ')}`);
-    args.fault = argv[i + 1];
+    const [option, value] = [argv[i], argv[i + 1]];
+    if (value === undefined) throw new Failure(`${option} needs a value`);
+    if (option === '--fault') {
+      if (!FAULTS.includes(value)) throw new Failure(`--fault '${value}': choose one of ${FAULTS.join(', ')}`);
+      args.fault = value;
+    } else if (option === '--kv-cache') {
+      if (!(value in KV_CACHE_TYPE)) throw new Failure(`--kv-cache '${value}': choose f32, f16 or bf16`);
+      args.kvCache = KV_CACHE_TYPE[value];
+    } else if (option === '--threads') {
+      if (!/^[1-9][0-9]{0,2}$/.test(value)) throw new Failure(`--threads '${value}': a thread count from 1 to 999`);
+      args.threads = Number(value);
+    } else {
+      throw new Failure(`unknown option '${option}' before the verb`);
+    }
   }
   args.verb = argv[i++];
   if (args.verb === 'describe') {
     if (i !== argv.length) throw new Failure(`describe takes no arguments (got '${argv[i]}')`);
     return args;
   }
-  if (args.verb !== 'run') throw new Failure(`usage: cutcheck-llamacpp [--fault late] describe | run --model M --format gguf --precision P --requests REQ --out OUT`);
+  if (args.verb !== 'run') throw new Failure(`usage: cutcheck-llamacpp [--fault late] [--kv-cache T] [--threads N] describe | run --model M --format gguf --precision P --requests REQ --out OUT`);
   const keys = ['--model', '--format', '--precision', '--requests', '--out'];
   for (; i < argv.length; i += 2) {
     if (!keys.includes(argv[i]) || argv[i + 1] === undefined) throw new Failure(`run: unknown option or missing value at '${argv[i]}'`);
@@ -51,10 +65,13 @@ function parseArgs(argv) {
   return args;
 }
 
-function describe(fault) {
+function describe(args) {
+  const notes = [`${args.threads} thread${args.threads > 1 ? 's' : ''}`];
+  if (args.kvCache) notes.push(`KV cache ${args.kvCache}`);
+  if (args.fault) notes.push(`fault ${args.fault}`);
   return {
     format: FORMAT,
-    name: `llama.cpp via node-llama-cpp ${VERSION} (CPU, ${THREADS} thread${fault ? `, fault ${fault}` : ''})`,
+    name: `llama.cpp via node-llama-cpp ${VERSION} (CPU, ${notes.join(', ')})`,
     model_formats: ['gguf'],
     precisions: ['f32', 'f16', 'bf16'],
     max_context: 512,
@@ -147,10 +164,10 @@ async function run(args) {
   const context = await model.createContext({
     contextSize: longest,
     batchSize: longest,
-    threads: THREADS,
+    threads: args.threads,
     flashAttention: false,
-    experimentalKvCacheKeyType: KV_CACHE_TYPE[args.precision],
-    experimentalKvCacheValueType: KV_CACHE_TYPE[args.precision],
+    experimentalKvCacheKeyType: args.kvCache ?? KV_CACHE_TYPE[args.precision],
+    experimentalKvCacheValueType: args.kvCache ?? KV_CACHE_TYPE[args.precision],
   });
   const sequence = context.getSequence();
   const results = [];
@@ -168,7 +185,7 @@ async function main() {
   try {
     const args = parseArgs(process.argv.slice(2));
     if (args.verb === 'describe') {
-      process.stdout.write(JSON.stringify(describe(args.fault)) + '\n');
+      process.stdout.write(JSON.stringify(describe(args)) + '\n');
       return 0;
     }
     await run(args);
