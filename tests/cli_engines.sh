@@ -18,18 +18,18 @@ check_json() {  # $1 = label, $2 = a Python expression over the report r
 }
 
 # The example engine, written from docs/engines.md alone, passes; the reports parse.
-"$cutcheck" conform-engine --engine "python3 $engines/example_engine.py" --cases 3 --positions \
+"$cutcheck" conform-engine --engine "python3 $engines/example_engine.py" --cases 2 --positions \
   --json report.json --junit report.xml --html report.html > out.txt 2> err.txt
 rc=$?
 [ $rc = 0 ] || fail "the example engine: exited $rc: $(cat out.txt err.txt)"
 python3 -c "import xml.etree.ElementTree as E; E.parse('report.xml')" || fail "the JUnit report does not parse"
-check_json "the example engine" "r['format'] == 'cutcheck-conform-engine-1' and r['counts']['passed'] == 3 and r['by_position']"
+check_json "the example engine" "r['format'] == 'cutcheck-conform-engine-1' and r['counts']['passed'] == 2 and r['by_position']"
 grep -q "worst |dlogp|" out.txt || fail "--positions printed no per-position table"
 nothing_left "the example engine"
 
 # Each planted fault is caught and shrunk; the kept case replays and fails again.
 for fault in late norm token; do
-  "$cutcheck" conform-engine --engine "$test_engine $fault" --cases 6 --keep "keep-$fault" --json report.json \
+  "$cutcheck" conform-engine --engine "$test_engine $fault" --cases 4 --keep "keep-$fault" --json report.json \
     > out.txt 2> err.txt
   rc=$?
   [ $rc = 1 ] || fail "fault $fault: exited $rc, not 1: $(cat out.txt err.txt)"
