@@ -63,14 +63,10 @@ Json hf_config(const ModelSpec& spec, DType dtype) {
                  {"torch_dtype", torch_dtype(dtype)}};
   if (arch == "LlamaForCausalLM" || arch == "Qwen3ForCausalLM") config["attention_bias"] = false;
   if (arch == "LlamaForCausalLM") config["mlp_bias"] = false;
-  const RopeScaling& rs = spec.rope_scaling;
-  if (rs.type == RopeScalingType::linear) config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rs.factor}};
-  if (rs.type == RopeScalingType::llama3)
-    config["rope_scaling"] = {{"rope_type", "llama3"},
-                              {"factor", rs.factor},
-                              {"low_freq_factor", rs.low_freq_factor},
-                              {"high_freq_factor", rs.high_freq_factor},
-                              {"original_max_position_embeddings", rs.original_max_position_embeddings}};
+  // The spec's own rope_scaling object: transformers reads its "type" as the older name of
+  // "rope_type", with the same parameter names.
+  if (const Json spec_json = spec.to_json(); spec_json.contains("rope_scaling"))
+    config["rope_scaling"] = spec_json["rope_scaling"];
   if (spec.sliding_window > 0) {
     config["sliding_window"] = spec.sliding_window;
     if (arch != "MistralForCausalLM") {  // Qwen slides only where told to: here every layer
