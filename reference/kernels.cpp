@@ -40,4 +40,31 @@ Kernel kernel_for(OpKind kind) {
   return nullptr;
 }
 
+bool may_write_over(OpKind kind, size_t operand) {
+  switch (kind) {
+    case OpKind::convert:
+    case OpKind::add:
+    case OpKind::subtract:
+    case OpKind::multiply:
+    case OpKind::divide:
+    case OpKind::maximum:
+    case OpKind::minimum:
+    case OpKind::power:
+    case OpKind::negate:
+    case OpKind::exponential:
+    case OpKind::log:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::logistic:
+    case OpKind::sine:
+    case OpKind::cosine:
+    case OpKind::reduce_precision:
+    case OpKind::compare:
+    case OpKind::select:
+    case OpKind::reshape: return true;  // result[i] from operands' element i alone
+    case OpKind::dynamic_update_slice: return operand == 0;  // copied to itself, then the update written
+    default: return false;
+  }
+}
+
 }  // namespace cutcheck

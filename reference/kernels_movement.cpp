@@ -61,8 +61,9 @@ void eval_broadcast_in_dim(const Operation& op, Operands in, Tensor& out) {
 }
 
 void eval_reshape(const Operation&, Operands in, Tensor& out) {
-  // Row-major order is kept: the bytes are the same.
-  std::memcpy(out.raw_mut().data(), in[0]->raw().data(), out.bytes());
+  // Row-major order is kept: the bytes are the same (already there when the result is
+  // written over the operand).
+  if (out.raw().data() != in[0]->raw().data()) std::memcpy(out.raw_mut().data(), in[0]->raw().data(), out.bytes());
 }
 
 void eval_transpose(const Operation& op, Operands in, Tensor& out) {
@@ -104,7 +105,7 @@ void eval_dynamic_update_slice(const Operation&, Operands in, Tensor& out) {
   // The operand with `update` written at the start indices, each clamped into
   // [0, size - update size] as in StableHLO.
   const Tensor &a = *in[0], &update = *in[1];
-  std::memcpy(out.raw_mut().data(), a.raw().data(), out.bytes());
+  if (out.raw().data() != a.raw().data()) std::memcpy(out.raw_mut().data(), a.raw().data(), out.bytes());
   Index to = strides_of(out.shape());
   int64_t base = 0;
   for (size_t d = 0; d < a.shape().size(); ++d) {
