@@ -41,30 +41,14 @@ Kernel kernel_for(OpKind kind) {
 }
 
 bool may_write_over(OpKind kind, size_t operand) {
-  switch (kind) {
-    case OpKind::convert:
-    case OpKind::add:
-    case OpKind::subtract:
-    case OpKind::multiply:
-    case OpKind::divide:
-    case OpKind::maximum:
-    case OpKind::minimum:
-    case OpKind::power:
-    case OpKind::negate:
-    case OpKind::exponential:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::logistic:
-    case OpKind::sine:
-    case OpKind::cosine:
-    case OpKind::reduce_precision:
-    case OpKind::compare:
-    case OpKind::select:
-    case OpKind::reshape: return true;  // result[i] from operands' element i alone
-    case OpKind::dynamic_update_slice: return operand == 0;  // copied to itself, then the update written
-    default: return false;
-  }
+  if (kind == OpKind::dynamic_update_slice) return operand == 0;  // copied to itself, then the update written
+  // The kernels that compute result element i from element i of their operands alone.
+  using Plain = void (*)(const Operation&, Operands, Tensor&);
+  const Kernel kernel = kernel_for(kind);
+  const Plain* f = kernel ? kernel.target<Plain>() : nullptr;
+  for (Plain elementwise : {eval_convert, eval_binary, eval_unary, eval_reduce_precision, eval_compare, eval_select, eval_reshape})
+    if (f && *f == elementwise) return true;
+  return false;
 }
 
 }  // namespace cutcheck

@@ -57,12 +57,16 @@ TEST(Arena, EveryCutGivesThePlainPathsBits) {
   }
 }
 
-TEST(Arena, AGivenUpCacheIsUpdatedInPlaceAndASharedOneIsNot) {
-  const ModelSpec spec = builtin_spec("tiny");
-  const Program program = authored_program(Cut::decode(8), spec);
+// Decode{8} of the tiny spec, without keep_values.
+Executable lean_decode(const Program& program) {
   RunOptions lean;
   lean.keep_values = false;
-  Executable e(program, synthetic_weights(spec, 5), lean);
+  return Executable(program, synthetic_weights(builtin_spec("tiny"), 5), lean);
+}
+
+TEST(Arena, AGivenUpCacheIsUpdatedInPlaceAndASharedOneIsNot) {
+  const Program program = authored_program(Cut::decode(8), builtin_spec("tiny"));
+  Executable e = lean_decode(program);
   const TensorMap in = random_inputs(program, 7);
   const std::string k = k_cache_name(0);
 
@@ -81,11 +85,8 @@ TEST(Arena, AGivenUpCacheIsUpdatedInPlaceAndASharedOneIsNot) {
 }
 
 TEST(Arena, IntermediatesAreNotKept) {
-  const ModelSpec spec = builtin_spec("tiny");
-  const Program program = authored_program(Cut::decode(8), spec);
-  RunOptions lean;
-  lean.keep_values = false;
-  Executable e(program, synthetic_weights(spec, 5), lean);
+  const Program program = authored_program(Cut::decode(8), builtin_spec("tiny"));
+  Executable e = lean_decode(program);
   e.run(random_inputs(program, 1));
   EXPECT_THROW(e.value(*program.find("l0.attn_norm.sq")), Error);
   EXPECT_NO_THROW(e.value(*program.find(weight::wq(0))));
