@@ -76,6 +76,38 @@ void plain_decode(benchmark::State& state, const std::string& model) {
   state.counters["tokens/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// The interpreter's per-op overhead: decode steps of stories260K (tiny contractions, so
+// the time is mostly the ~570 ops' own) as `cutcheck generate` runs them, intermediates
+// in the arena and the caches given up to be updated in place (lean), or with every value
+// kept and the caches shared, as the error-bound pass runs them (kept). ops/s counts the
+// program's ops that run each step.
+void decode_step_overhead(benchmark::State& state, bool lean) {
+  const Workload& w = workload("stories260K");
+  const Cut cut = Cut::decode(64);
+  RunOptions run;
+  run.keep_values = !lean;
+  ReferenceRunner runner(w.spec, w.weights, ProgramEdit{}, run);
+  const Program program = authored_program(cut, w.spec);
+  int64_t ops = 0;
+  for (const Operation& op : program.ops) ops += op.operands.empty() ? 0 : 1;  // the others run once, when planned
+  TensorMap caches = zero_caches(w.spec, cut);
+  int32_t token = 1;
+  int64_t pos = 0;
+  for (auto _ : state) {
+    TensorMap in = lean ? std::move(caches) : caches;
+    in["token"] = Tensor::scalar_i32(token);
+    in["pos"] = Tensor::scalar_i32(int32_t(pos));
+    TensorMap out = lean ? runner.run_giving(cut, std::move(in)) : runner.run(cut, in);
+    token = out.at("next").as<int32_t>()[0];
+    caches.clear();
+    for (auto& [name, t] : out)
+      if (name.starts_with("k.") || name.starts_with("v.")) caches.emplace(name, std::move(t));
+    pos = (pos + 1) % 64;
+  }
+  state.counters["ops/s"] = benchmark::Counter(double(state.iterations() * ops), benchmark::Counter::kIsRate);
+  state.counters["ops/step"] = double(ops);
+}
+
 // Decode at a fixed ctx, for the growth of a step's time with the cache's capacity.
 void reference_decode_ctx(benchmark::State& state) {
   const Workload& w = workload("stories260K");
@@ -140,6 +172,10 @@ void register_all() {
       ->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("prefill/reference/bench512", reference_prefill, std::string("bench512"))
       ->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("overhead/decode_step_lean/stories260K", decode_step_overhead, true)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("overhead/decode_step_kept/stories260K", decode_step_overhead, false)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("growth/decode_ctx/stories260K", reference_decode_ctx)
       ->Arg(64)->Arg(128)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("check/catalog_100_cases", check_catalog)->Iterations(1)->Unit(benchmark::kSecond);

@@ -68,7 +68,7 @@ Tensor Tensor::uninitialized(TensorType type) {
   t.elements_ = t.type_.elements();
   t.writable_ = true;
   uint64_t n = t.bytes();
-  check_memory(n, fmt::format("a tensor of type {}", t.type_.str()));
+  if (n > memory_limit()) check_memory(n, fmt::format("a tensor of type {}", t.type_.str()));  // the text only on failure
   auto buffer = std::shared_ptr<std::byte[]>(new std::byte[n == 0 ? 1 : n]);
   t.data_ = buffer.get();
   t.storage_ = std::move(buffer);
@@ -81,6 +81,18 @@ Tensor Tensor::view(TensorType type, const std::byte* data, std::shared_ptr<cons
   t.elements_ = t.type_.elements();
   t.storage_ = std::move(keepalive);
   t.data_ = const_cast<std::byte*>(data);  // never written: writable_ stays false
+  return t;
+}
+
+Tensor Tensor::part_of(TensorType type, const Tensor& whole, uint64_t offset) {
+  Tensor t;
+  t.type_ = std::move(type);
+  t.elements_ = t.type_.elements();
+  if (!whole.writable_ || offset > whole.bytes() || t.bytes() > whole.bytes() - offset)
+    throw Error(fmt::format("{} at byte {} does not lie within a writable {}", t.type_.str(), offset, whole.type_.str()));
+  t.storage_ = whole.storage_;
+  t.data_ = whole.data_ + offset;
+  t.writable_ = true;
   return t;
 }
 

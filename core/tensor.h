@@ -53,6 +53,9 @@ class Tensor {
   explicit Tensor(TensorType type);
   // A read-only view of bytes kept alive by `keepalive`.
   static Tensor view(TensorType type, const std::byte* data, std::shared_ptr<const void> keepalive);
+  // A writable tensor over bytes [offset, offset + type.bytes()) of `whole`'s storage,
+  // sharing it: the interpreter's arena hands out its intermediates this way.
+  static Tensor part_of(TensorType type, const Tensor& whole, uint64_t offset);
 
   static Tensor scalar_i32(int32_t value);
   static Tensor of_f32(Shape shape, std::vector<float> values);
@@ -82,6 +85,10 @@ class Tensor {
   static Tensor uninitialized(TensorType type);
   // Same bytes, new shape of equal element count.
   Tensor reshaped(Shape shape) const;
+
+  // Writable, and no other tensor shares the storage: writing it changes no one else's
+  // values (the interpreter updates such an input in place when it dies).
+  bool sole_owner() const { return writable_ && storage_.use_count() == 1; }
 
   // Bitwise equality of type and bytes.
   bool same_bits(const Tensor& other) const;

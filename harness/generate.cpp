@@ -63,8 +63,10 @@ void grow_caches(TensorMap& caches, int64_t capacity) {
   }
 }
 
-void take_caches(TensorMap& caches, TensorMap& outputs) {
-  for (auto& [name, t] : caches) t = std::move(outputs.at(name));
+void take_caches(TensorMap& caches, TensorMap& outputs, const ModelSpec& spec) {
+  caches.clear();
+  for (int64_t l = 0; l < spec.layers; ++l)
+    for (const std::string& name : {k_cache_name(l), v_cache_name(l)}) caches.emplace(name, std::move(outputs.at(name)));
 }
 
 std::vector<float> to_vector(const Tensor& t) {
@@ -82,22 +84,22 @@ struct Step {
 Step feed(CutRunner& runner, const ModelSpec& spec, Via via, int64_t ctx, TensorMap& caches,
           const std::vector<int32_t>& tokens, int64_t pos) {
   const int64_t R = int64_t(tokens.size());
-  TensorMap in = caches;
+  TensorMap in = std::move(caches);  // given up: the runner may update them in place
   TensorMap out;
   if ((via == Via::decode || via == Via::pieces || via == Via::batch) && R != 1)
     throw Error(fmt::format("the {} path feeds one token at a time", via_name(via)));
   if (via == Via::decode || (via == Via::automatic && R == 1)) {
     in["token"] = Tensor::scalar_i32(tokens[0]);
     in["pos"] = Tensor::scalar_i32(int32_t(pos));
-    out = runner.run(Cut::decode(ctx), in);
+    out = runner.run_giving(Cut::decode(ctx), std::move(in));
   } else if (via == Via::prefill || via == Via::automatic) {
     in["tokens"] = Tensor::of_i32({R}, tokens);
     in["pos"] = Tensor::scalar_i32(int32_t(pos));
-    out = runner.run(Cut::prefill(R, ctx), in);
+    out = runner.run_giving(Cut::prefill(R, ctx), std::move(in));
   } else if (via == Via::batch) {
     in["tokens"] = Tensor::of_i32({1}, tokens);
     in["pos"] = Tensor::of_i32({1}, {int32_t(pos)});
-    out = runner.run(Cut::batch(1, ctx), in);
+    out = runner.run_giving(Cut::batch(1, ctx), std::move(in));
     out["logits"] = out.at("logits").reshaped({spec.vocab});
     out["next"] = out.at("next").reshaped({});
   } else {  // pieces: embed, each layer, head as separate programs
@@ -105,7 +107,7 @@ Step feed(CutRunner& runner, const ModelSpec& spec, Via via, int64_t ctx, Tensor
     in["pos"] = Tensor::scalar_i32(int32_t(pos));
     out = run_pieces(runner, spec, pieces_of(Cut::decode(ctx), spec), in);
   }
-  take_caches(caches, out);
+  take_caches(caches, out, spec);
   return {to_vector(out.at("logits")), out.at("next").as<int32_t>()[0]};
 }
 

@@ -28,6 +28,7 @@ Executable& ReferenceRunner::plan(const Cut& cut) {
 }
 
 TensorMap ReferenceRunner::run(const Cut& cut, const TensorMap& inputs) { return plan(cut).run(inputs); }
+TensorMap ReferenceRunner::run_giving(const Cut& cut, TensorMap&& inputs) { return plan(cut).run(std::move(inputs)); }
 
 Expected ReferenceRunner::expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance) {
   Executable& e = plan(cut);

@@ -29,6 +29,7 @@ class ReferenceRunner : public CutRunner {
  public:
   ReferenceRunner(ModelSpec spec, TensorMap weights, ProgramEdit edit = {}, RunOptions run = {});
   TensorMap run(const Cut& cut, const TensorMap& inputs) override;
+  TensorMap run_giving(const Cut& cut, TensorMap&& inputs) override;
   void forget(const Cut& cut) override { plans_.erase(cut); }
   // Runs `cut` and, under the bound policy, bounds every f32 output element: what a
   // backend is judged against (harness/tolerance.h).

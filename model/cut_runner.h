@@ -14,6 +14,9 @@ class CutRunner {
   virtual ~CutRunner() = default;
   // Runs `cut` on named inputs (the cut's signature) and returns its named outputs.
   virtual TensorMap run(const Cut& cut, const TensorMap& inputs) = 0;
+  // The same, on inputs the caller gives up: a runner may write outputs over them (the
+  // reference updates kv caches in place). The same outputs as run().
+  virtual TensorMap run_giving(const Cut& cut, TensorMap&& inputs) { return run(cut, inputs); }
   // The caller will not run `cut` again: a runner may free what it keeps for it (the
   // reference its plan). Generation calls it as its caches outgrow a capacity.
   virtual void forget(const Cut& /*cut*/) {}

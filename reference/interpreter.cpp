@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/limits.h"
@@ -31,7 +33,7 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
   }
   KernelThreads threads(options_.threads);
   for (const Operation& op : program_.ops) {
-    Step step{&op, options_.kernels ? options_.kernels(op.kind) : kernel_for(op.kind), {}, &slots_[size_t(op.result)], {}};
+    Step step{&op, options_.kernels ? options_.kernels(op.kind) : kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
     for (ValueId v : op.operands) step.operands.push_back(&slots_[size_t(v)]);
     // Ops that read nothing give the same value on every run: compute them now.
     if (op.operands.empty()) {
@@ -42,38 +44,107 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
       steps_.push_back(std::move(step));
     }
   }
-  if (!options_.keep_values) {
-    // Each run computes into fresh buffers; an intermediate is released by the last step
-    // that reads it; outputs stay, and are handed over.
-    fresh_.assign(program_.values.size(), false);
-    for (const Step& step : steps_) fresh_[size_t(step.op->result)] = true;
-    std::vector<bool> transient = fresh_;
-    for (const OutputDecl& o : program_.outputs) transient[size_t(o.value)] = false;
-    std::vector<Step*> last(program_.values.size(), nullptr);
-    for (Step& step : steps_)
-      for (ValueId v : step.op->operands) last[size_t(v)] = &step;
-    for (size_t v = 0; v < last.size(); ++v)
-      if (transient[v] && last[v]) last[v]->last_read.push_back(&slots_[v]);
+  if (!options_.keep_values) plan_arena();
+}
+
+// Without keep_values: outputs get a new buffer each run (they are handed over), and
+// every other result a place in the arena that no value alive at the same time uses.
+// A result whose op may write over an operand (may_write_over) that dies at that op
+// takes the operand's place, so an element-wise chain runs in one buffer; an input that
+// dies at such an op lends its own buffer at run time (finish). Then the places are laid
+// out largest first, each at the lowest offset clear of the places alive with it.
+void Executable::plan_arena() {
+  const size_t n = program_.values.size(), never = SIZE_MAX;
+  std::vector<size_t> last(n, never);  // the last step reading each value
+  for (size_t s = 0; s < steps_.size(); ++s)
+    for (ValueId v : steps_[s].op->operands) last[size_t(v)] = s;
+  std::vector<bool> output(n, false), input(n, false);
+  for (const OutputDecl& o : program_.outputs) output[size_t(o.value)] = true;
+  for (const InputDecl& in : program_.inputs) input[size_t(in.value)] = true;
+  fresh_.assign(n, false);
+  transient_.assign(n, false);
+
+  struct Place {
+    size_t first, last;
+    uint64_t bytes, offset = 0;
+  };
+  std::vector<Place> places;
+  std::vector<int> place_of(n, -1);
+  const bool in_place = !options_.kernels;  // another table's kernels are not known to allow it
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    Step& step = steps_[s];
+    const Operation& op = *step.op;
+    const size_t r = size_t(op.result);
+    const TensorType& type = program_.type(op.result);
+    // The operand this result may be written over: it dies here and is laid out alike.
+    auto overwritable = [&](size_t i) {
+      const size_t u = size_t(op.operands[i]);
+      const TensorType& t = program_.type(op.operands[i]);
+      return in_place && step.kernel && may_write_over(op.kind, i) && last[u] == s && !output[u] &&
+             t.bytes() == type.bytes() && dtype_size(t.dtype) == dtype_size(type.dtype);
+    };
+    if (output[r]) {
+      step.fresh = fresh_[r] = true;
+      for (size_t i = 0; i < op.operands.size() && !step.overwrites; ++i)
+        if (overwritable(i) && input[size_t(op.operands[i])] && program_.type(op.operands[i]) == type)
+          step.overwrites = &slots_[size_t(op.operands[i])];
+      continue;
+    }
+    transient_[r] = true;
+    int place = -1;
+    for (size_t i = 0; i < op.operands.size() && place < 0; ++i)
+      if (overwritable(i) && place_of[size_t(op.operands[i])] >= 0) place = place_of[size_t(op.operands[i])];
+    if (place < 0) {
+      place = int(places.size());
+      places.push_back({s, s, type.bytes()});
+    }
+    place_of[r] = place;
+    places[size_t(place)].last = std::max(places[size_t(place)].last, last[r] == never ? s : last[r]);
   }
+
+  constexpr uint64_t align = 64;
+  std::vector<size_t> order(places.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return places[a].bytes > places[b].bytes; });
+  std::vector<size_t> laid;
+  uint64_t total = 0;
+  for (size_t i : order) {
+    Place& p = places[i];
+    std::vector<std::pair<uint64_t, uint64_t>> taken;  // [offset, end) of places alive with p
+    for (size_t j : laid)
+      if (places[j].first <= p.last && p.first <= places[j].last)
+        taken.emplace_back(places[j].offset, places[j].offset + places[j].bytes);
+    std::sort(taken.begin(), taken.end());
+    uint64_t at = 0;
+    for (const auto& [begin, end] : taken) {
+      if (at + p.bytes <= begin) break;
+      at = std::max(at, (end + align - 1) / align * align);
+    }
+    p.offset = at;
+    total = std::max(total, checked_add(at, p.bytes, program_.label));
+    laid.push_back(i);
+  }
+  check_memory(total, fmt::format("{}: the program's intermediates", program_.label));
+  arena_ = Tensor::uninitialized({DType::i1, {int64_t(total)}});
+  for (size_t v = 0; v < n; ++v)
+    if (transient_[v]) slots_[v] = Tensor::part_of(program_.type(ValueId(v)), arena_, places[size_t(place_of[v])].offset);
 }
 
 const Tensor& Executable::value(ValueId id) const {
   const Tensor& t = slots_.at(size_t(id));
-  if (t.type() != program_.type(id) || t.elements() != t.type().elements())
+  if (t.type() != program_.type(id) || t.elements() != t.type().elements() || (!transient_.empty() && transient_[size_t(id)]))
     throw Error(fmt::format("{}: value %{} is not kept (RunOptions::keep_values is off)", program_.label, program_.name(id)));
   return t;
 }
 
-void Executable::finish(Step& step) const {
-  // A fresh buffer each run: outputs() handed out the last one.
-  if (!options_.keep_values && !step.op->operands.empty()) *step.result = Tensor(program_.type(step.op->result));
+void Executable::finish(Step& step) {
+  // An output gets a new buffer each run (the caller keeps the last one), or the buffer of
+  // an input that dies here when no one else holds it: the kernel then writes over it.
+  const bool over = step.overwrites && step.overwrites->sole_owner();
+  if (step.fresh) *step.result = over ? *step.overwrites : Tensor::uninitialized(program_.type(step.op->result));
   step.kernel(*step.op, step.operands, *step.result);
+  if (over) *step.overwrites = Tensor();  // dead: the result holds the buffer alone
   if (options_.store && activation_[size_t(step.op->result)]) options_.store(*step.result);
-  release(step);
-}
-
-void Executable::release(Step& step) const {
-  for (Tensor* t : step.last_read) *t = Tensor();
 }
 
 Tensor Executable::stored(ValueId v, const Tensor& t) const {
@@ -90,14 +161,25 @@ void Executable::bind(const TensorMap& inputs) {
   at_collective_ = false;
 }
 
+void Executable::bind(TensorMap&& inputs) {
+  check_inputs(program_, inputs);
+  for (const InputDecl& in : program_.inputs) {
+    Tensor& given = inputs.at(program_.name(in.value));
+    slots_[size_t(in.value)] = options_.store ? stored(in.value, given) : std::move(given);
+  }
+  inputs.clear();
+  next_ = 0;
+  at_collective_ = false;
+}
+
 size_t Executable::advance() {
-  if (at_collective_) release(steps_[next_++]);  // the collective we stopped at has been carried out
+  if (at_collective_) ++next_;  // the collective we stopped at has been carried out
   at_collective_ = false;
   KernelThreads threads(options_.threads);
   while (next_ < steps_.size()) {
     Step& step = steps_[next_];
     if (!step.kernel) {
-      if (!options_.keep_values) *step.result = Tensor(program_.type(step.op->result));
+      if (step.fresh) *step.result = Tensor(program_.type(step.op->result));
       at_collective_ = true;
       return size_t(step.op - program_.ops.data());
     }
@@ -113,17 +195,31 @@ Tensor& Executable::collective_result() { return *steps_.at(next_).result; }
 TensorMap Executable::outputs() const {
   TensorMap out;
   // Kept values are overwritten by the next run: copies. Otherwise the next run computes
-  // into fresh buffers, so the outputs are handed over as they are.
+  // outputs into fresh buffers, so they are handed over as they are.
   for (const OutputDecl& o : program_.outputs)
     out.emplace(o.name, fresh_.empty() || !fresh_[size_t(o.value)] ? slots_[size_t(o.value)].clone() : slots_[size_t(o.value)]);
   return out;
 }
 
-TensorMap Executable::run(const TensorMap& inputs) {
-  bind(inputs);
+TensorMap Executable::run_bound() {
   if (advance() != program_.ops.size())
     throw Error(fmt::format("{}: the program holds collectives; run it with its other chips", program_.label));
-  return outputs();
+  TensorMap out = outputs();
+  // The caller holds the fresh outputs now: dropping our references leaves it their sole
+  // owner, so they can be written over when given back as inputs.
+  for (const OutputDecl& o : program_.outputs)
+    if (!fresh_.empty() && fresh_[size_t(o.value)]) slots_[size_t(o.value)] = Tensor();
+  return out;
+}
+
+TensorMap Executable::run(const TensorMap& inputs) {
+  bind(inputs);
+  return run_bound();
+}
+
+TensorMap Executable::run(TensorMap&& inputs) {
+  bind(std::move(inputs));
+  return run_bound();
 }
 
 }  // namespace cutcheck

@@ -1,8 +1,8 @@
 // The reference interpreter. A verified program is planned once: weights bound (mapped,
-// not copied), every result buffer allocated (or, without RunOptions::keep_values, each
-// allocated when its op runs and released after its last reader), values from nothing
-// computed; then each run checks the inputs and executes the ops in order, one kernel
-// each (kernels.h).
+// not copied), every result buffer allocated (or, without RunOptions::keep_values, every
+// intermediate given a place in one arena by its lifetime, and outputs a new buffer each
+// run), values from nothing computed; then each run checks the inputs and executes the
+// ops in order, one kernel each (kernels.h). No run allocates for an intermediate.
 #pragma once
 
 #include <string>
@@ -25,9 +25,11 @@ struct RunOptions {
   // computed); a variant computing in bf16 rounds here (harness/variants.h).
   std::function<void(Tensor&)> store;
   // Keep every value until the next run (value() reads them; the error-bound pass needs
-  // them). false: allocate each intermediate when its op runs and release it after its
-  // last reader, so memory holds the weights, the inputs and the live values only: a
-  // bf16 weight widened to f32 exists while its dot_general runs (cutcheck run, generate).
+  // them). false: intermediates share one arena, each in a place no value alive at the
+  // same time uses, so memory holds the weights, the inputs and about the most bytes
+  // alive at once: a bf16 weight widened to f32 exists while its dot_general runs (cutcheck
+  // run, generate). An element-wise op, a reshape or a dynamic_update_slice then writes
+  // its result over an operand that dies at it (docs/numerics.md, "In place").
   bool keep_values = true;
 };
 
@@ -41,17 +43,23 @@ class Executable {
   const Program& program() const { return program_; }
   // A value as the last run left it: with keep_values every value of the program is kept
   // until the next run (the error-bound pass reads them all); without it only the weights,
-  // inputs, outputs and values from nothing are.
+  // the inputs (but those run(TensorMap&&) wrote over) and values from nothing are.
   const Tensor& value(ValueId id) const;
 
   // Runs the whole program. Throws InputError when an input is missing, unknown,
   // mis-typed, or outside its declared range.
   TensorMap run(const TensorMap& inputs);
+  // The same, on inputs the caller gives up: without keep_values, an op whose result
+  // may overwrite an operand (an element-wise op, a reshape, dynamic_update_slice) writes
+  // into an input that dies at it, when no other tensor shares that input's storage.
+  // That is how generation updates its kv caches without copying them. Same outputs.
+  TensorMap run(TensorMap&& inputs);
 
   // Step-wise execution, for running the chips of a tp split together: bind the inputs,
   // then advance() runs ops up to the next collective (or the end) and returns its index
   // in program().ops, or ops.size() when the program has finished.
   void bind(const TensorMap& inputs);
+  void bind(TensorMap&& inputs);
   size_t advance();
   // The operand and result buffers of the collective advance() stopped at; finish it by
   // writing the result, then call advance() again.
@@ -65,11 +73,17 @@ class Executable {
     Kernel kernel;  // nullptr for collectives
     std::vector<const Tensor*> operands;
     Tensor* result;
-    std::vector<Tensor*> last_read;  // without keep_values: intermediates no later step reads
+    // Without keep_values: the result is an output, given a new buffer each run (the
+    // caller keeps the last one)...
+    bool fresh = false;
+    // ... or, when this input dies here and nothing else shares its storage, the input's
+    // own buffer, the op writing over it.
+    Tensor* overwrites = nullptr;
   };
 
-  void finish(Step& step) const;
-  void release(Step& step) const;
+  void finish(Step& step);
+  void plan_arena();
+  TensorMap run_bound();
   Tensor stored(ValueId v, const Tensor& t) const;  // a leaf as options_.store keeps it
 
   Program program_;
@@ -77,7 +91,9 @@ class Executable {
   std::vector<Tensor> slots_;  // one per value; never resized after planning
   std::vector<Step> steps_;
   std::vector<bool> activation_;  // per value, when options_.store is set
+  std::vector<bool> transient_;   // per value, without keep_values: lives in the arena, overwritten within a run
   std::vector<bool> fresh_;       // per value, without keep_values: computed into a new buffer each run
+  Tensor arena_;                  // without keep_values: every intermediate's bytes
   size_t next_ = 0;
   bool at_collective_ = false;  // advance() stopped at steps_[next_], a collective
 };

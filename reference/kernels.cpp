@@ -40,4 +40,15 @@ Kernel kernel_for(OpKind kind) {
   return nullptr;
 }
 
+bool may_write_over(OpKind kind, size_t operand) {
+  if (kind == OpKind::dynamic_update_slice) return operand == 0;  // copied to itself, then the update written
+  // The kernels that compute result element i from element i of their operands alone.
+  using Plain = void (*)(const Operation&, Operands, Tensor&);
+  const Kernel kernel = kernel_for(kind);
+  const Plain* f = kernel ? kernel.target<Plain>() : nullptr;
+  for (Plain elementwise : {eval_convert, eval_binary, eval_unary, eval_reduce_precision, eval_compare, eval_select, eval_reshape})
+    if (f && *f == elementwise) return true;
+  return false;
+}
+
 }  // namespace cutcheck

@@ -22,6 +22,13 @@ using Kernel = std::function<void(const Operation& op, Operands in, Tensor& out)
 
 // The kernel of an op; collectives have none (the multi-chip runner carries them out).
 Kernel kernel_for(OpKind kind);
+// Whether kernel_for(kind) still computes its result when the result's buffer is operand
+// `operand`'s (of the same bytes and element width): the kernel reads each element of it
+// before writing the same element of the result, or leaves it as it is. True for the
+// element-wise ops, reshape, and dynamic_update_slice's operand 0; the interpreter then
+// writes the result over an operand that dies at the op (interpreter.h).
+bool may_write_over(OpKind kind, size_t operand);
+
 // A table of kernels: the reference's is kernel_for. Another table computes the same ops
 // another way (harness/variants.h: other summation orders, other precisions).
 using KernelTable = std::function<Kernel(OpKind kind)>;

@@ -70,7 +70,7 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
   const Tensor& a = *in[0];
   const DType from = a.dtype(), to = out.dtype();
   if (from == to) {
-    std::copy(a.raw().begin(), a.raw().end(), out.raw_mut().begin());
+    if (out.raw().data() != a.raw().data()) std::copy(a.raw().begin(), a.raw().end(), out.raw_mut().begin());
   } else if (from == DType::f32 && to == DType::i32) {
     auto x = a.as<float>();
     auto y = out.as_mut<int32_t>();
@@ -202,7 +202,10 @@ void select_bits(std::span<const uint8_t> pred, const Tensor& on_true, const Ten
   const Bits* t = reinterpret_cast<const Bits*>(on_true.raw().data());
   const Bits* f = reinterpret_cast<const Bits*>(on_false.raw().data());
   Bits* y = reinterpret_cast<Bits*>(out.raw_mut().data());
-  for (size_t i = 0; i < pred.size(); ++i) y[i] = pred[i] ? t[i] : f[i];
+  for (size_t i = 0; i < pred.size(); ++i) {
+    const Bits a = t[i], b = f[i];  // both read, so the loop needs no branch
+    y[i] = pred[i] ? a : b;
+  }
 }
 
 }  // namespace

@@ -9,6 +9,31 @@
 namespace cutcheck {
 namespace {
 
+// A copy's index map over as few dimensions as describe it: a dimension of size 1 moves
+// nothing, and a dimension that continues its outer neighbour's stride in both source
+// and destination joins it. Every element goes where it went before.
+struct Walk {
+  int rank = 0;
+  Index sizes{}, dst{}, src{};
+};
+
+Walk walk_of(const Index& dst_strides, const Index& src_strides, const Shape& shape) {
+  Walk w;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    const size_t last = size_t(w.rank - 1);
+    if (w.rank > 0 && w.dst[last] == dst_strides[i] * shape[i] && w.src[last] == src_strides[i] * shape[i]) {
+      w.sizes[last] *= shape[i];
+      w.dst[last] = dst_strides[i];
+      w.src[last] = src_strides[i];
+      continue;
+    }
+    const size_t d = size_t(w.rank++);
+    w.sizes[d] = shape[i], w.dst[d] = dst_strides[i], w.src[d] = src_strides[i];
+  }
+  return w;
+}
+
 // Copies every element of `shape`: the element at multi-index j goes from
 // src[sum j*src_strides] to dst[sum j*dst_strides] (strides in elements). Elements move
 // as unsigned integers of their width.
@@ -17,20 +42,20 @@ void copy_elements(std::byte* dst_bytes, const Index& dst_strides, const std::by
                    const Index& src_strides, const Shape& shape) {
   Bits* dst = reinterpret_cast<Bits*>(dst_bytes);
   const Bits* src = reinterpret_cast<const Bits*>(src_bytes);
-  const int rank = int(shape.size());
-  if (rank == 0) {
+  if (element_count(shape) == 0) return;
+  const Walk w = walk_of(dst_strides, src_strides, shape);
+  if (w.rank == 0) {
     *dst = *src;
     return;
   }
-  if (element_count(shape) == 0) return;
-  const size_t last = size_t(rank - 1);
-  const int64_t n = shape[last], ds = dst_strides[last], ss = src_strides[last];
-  Odometer row(shape.data(), rank - 1);
+  const size_t last = size_t(w.rank - 1);
+  const int64_t n = w.sizes[last], ds = w.dst[last], ss = w.src[last];
+  Odometer row(w.sizes.data(), w.rank - 1);
   do {
     int64_t d = 0, s = 0;
     for (size_t i = 0; i < last; ++i) {
-      d += row.at[i] * dst_strides[i];
-      s += row.at[i] * src_strides[i];
+      d += row.at[i] * w.dst[i];
+      s += row.at[i] * w.src[i];
     }
     if (ds == 1 && ss == 1) std::memcpy(dst + d, src + s, size_t(n) * sizeof(Bits));
     else if (ss == 0) std::fill_n(dst + d, n, src[s]);  // broadcasting along the last dimension
@@ -61,8 +86,9 @@ void eval_broadcast_in_dim(const Operation& op, Operands in, Tensor& out) {
 }
 
 void eval_reshape(const Operation&, Operands in, Tensor& out) {
-  // Row-major order is kept: the bytes are the same.
-  std::memcpy(out.raw_mut().data(), in[0]->raw().data(), out.bytes());
+  // Row-major order is kept: the bytes are the same (already there when the result is
+  // written over the operand).
+  if (out.raw().data() != in[0]->raw().data()) std::memcpy(out.raw_mut().data(), in[0]->raw().data(), out.bytes());
 }
 
 void eval_transpose(const Operation& op, Operands in, Tensor& out) {
@@ -104,7 +130,7 @@ void eval_dynamic_update_slice(const Operation&, Operands in, Tensor& out) {
   // The operand with `update` written at the start indices, each clamped into
   // [0, size - update size] as in StableHLO.
   const Tensor &a = *in[0], &update = *in[1];
-  std::memcpy(out.raw_mut().data(), a.raw().data(), out.bytes());
+  if (out.raw().data() != a.raw().data()) std::memcpy(out.raw_mut().data(), a.raw().data(), out.bytes());
   Index to = strides_of(out.shape());
   int64_t base = 0;
   for (size_t d = 0; d < a.shape().size(); ++d) {
