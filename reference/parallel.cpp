@@ -23,15 +23,6 @@ constexpr double min_work_per_thread = 5e4;
 // its pieces itself, which gives the same bits.
 class Pool {
  public:
-  ~Pool() {
-    {
-      std::lock_guard lock(m_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& t : workers_) t.join();
-  }
-
   // Runs fn over `pieces` pieces of [0, count) unless the pool is busy; false then.
   bool run(int64_t count, int64_t pieces, const std::function<void(int64_t, int64_t)>& fn) {
     // A child forked after the workers started has none of them.
@@ -70,8 +61,7 @@ class Pool {
     uint64_t seen = 0;
     std::unique_lock lock(m_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
+      wake_.wait(lock, [&] { return generation_ != seen; });
       seen = generation_;
       if (piece >= pieces_) continue;
       const std::function<void(int64_t, int64_t)>& fn = *fn_;
@@ -98,12 +88,13 @@ class Pool {
   int64_t count_ = 0, pieces_ = 0, pending_ = 0;
   std::exception_ptr failed_;  // the first a worker's piece threw
   uint64_t generation_ = 0;
-  bool stop_ = false;
 };
 
+// Never destroyed: the workers wait until the process ends. (Joining them at exit would
+// hang in a child forked after they started, which has none of them.)
 Pool& pool() {
-  static Pool p;
-  return p;
+  static Pool* p = new Pool;
+  return *p;
 }
 
 }  // namespace

@@ -279,6 +279,13 @@ struct DotCase {
   std::vector<int64_t> lb, rb, lc, rc;
 };
 
+Program dot_program(const DotCase& c) {
+  Builder b("dot");
+  ValueId l = b.input("lhs", {DType::f32, c.lhs}), r = b.input("rhs", {DType::f32, c.rhs});
+  b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
+  return b.finish();
+}
+
 Tensor order_revealing_values(const Shape& shape, std::mt19937& rng) {
   // Half the elements +-2^24, whose products (+-2^48) cancel exactly again and again as
   // a sum runs; the others small (+-1, or 2^-20 with random bits), so that whether a
@@ -319,10 +326,7 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   std::mt19937 rng(21);
   for (size_t n = 0; n < cases.size(); ++n) {
     const DotCase& c = cases[n];
-    Builder b("dot");
-    ValueId l = b.input("lhs", {DType::f32, c.lhs}), r = b.input("rhs", {DType::f32, c.rhs});
-    b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
-    const Program program = b.finish();
+    const Program program = dot_program(c);
     const Operation& op = program.ops.back();
     const Tensor lhs = order_revealing_values(c.lhs, rng), rhs = order_revealing_values(c.rhs, rng);
     const Tensor* operands[] = {&lhs, &rhs};
@@ -352,10 +356,7 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
   std::mt19937 rng(19);
   for (size_t n = 0; n < cases.size(); ++n) {
     const DotCase& c = cases[n];
-    Builder b("dot");
-    ValueId l = b.input("lhs", {DType::f32, c.lhs}), r = b.input("rhs", {DType::f32, c.rhs});
-    b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
-    const Program program = b.finish();
+    const Program program = dot_program(c);
     const Operation& op = program.ops.back();
     const Tensor lhs = order_revealing_values(c.lhs, rng);
     Tensor stored(TensorType{DType::bf16, c.rhs}), widened(TensorType{DType::f32, c.rhs});
