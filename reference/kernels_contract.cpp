@@ -271,7 +271,10 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
 // as stored rather than converted first); T says which.
 template <class T>
 const T* rhs_data(const Tensor& rhs) {
-  return reinterpret_cast<const T*>(rhs.raw().data());
+  if constexpr (std::is_same_v<T, float>)
+    return rhs.as<float>().data();  // refuses any other dtype
+  else
+    return reinterpret_cast<const uint16_t*>(rhs.raw().data());  // bf16, as dispatched
 }
 
 template <class T>
