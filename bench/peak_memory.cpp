@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
       caches.emplace(p.name, Tensor(p.type));
       cache_bytes += p.type.bytes();
     }
-  ReferenceRunner runner(w.spec, w.weights);
+  RunOptions run;
+  run.keep_values = false;  // as cutcheck generate and run do: only the live values are held
+  ReferenceRunner runner(w.spec, w.weights, ProgramEdit{}, run);
   int32_t token = 1;
   const auto start = std::chrono::steady_clock::now();
   for (int pos = 0; pos < steps; ++pos) {

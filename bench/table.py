@@ -11,9 +11,11 @@ for b in runs:
 
 
 def rate(name, counter="tokens/s"):
-    """The counter of the benchmark called `name` (fixed-iteration runs add /iterations:N)."""
+    """The counter of the benchmark called `name` (fixed-iteration runs add /iterations:N,
+    wall-clock ones /real_time)."""
     for b in runs:
-        if (b["name"] == name or b["name"].startswith(name + "/iterations:")) and not b.get("error_occurred"):
+        base = b["name"].removesuffix("/real_time")
+        if (base == name or base.startswith(name + "/iterations:")) and not b.get("error_occurred"):
             return b.get(counter)
     return None
 
@@ -32,25 +34,26 @@ for model in ("stories260K", "bench512", "llama1b"):
     print(f"| {model} | {fmt(plain)} | {fmt(ref)} | {fmt(ref2)} | {fmt(oracle)} | {fmt(ratio, 2)}x |")
 
 bandwidth = rate("memory/read_bandwidth", "GB/s")
-print(f"\nDecode against reading every weight once at the measured read bandwidth ({fmt(bandwidth)} GB/s, one thread):\n")
-print("| model | weights | bound, tokens/s | reference | time / bound | reference, 2 threads |")
-print("|---|---|---|---|---|---|")
-for model in ("bench512", "llama1b"):
+print(f"\nDecode against reading every weight once at the measured read bandwidth ({fmt(bandwidth)} GB/s, one thread; "
+      "llama1b-bf16 is llama1b with its weights stored in bf16):\n")
+print("| model | weights | bound, tokens/s | reference | time / bound | reference, 2 threads | time / bound |")
+print("|---|---|---|---|---|---|---|")
+for model in ("bench512", "llama1b", "llama1b-bf16"):
     gb = rate(f"decode/reference/{model}", "weight GB")
     ref, ref2 = rate(f"decode/reference/{model}"), rate(f"decode/reference_2_threads/{model}")
     bound = bandwidth / gb if bandwidth and gb else None
-    print(f"| {model} | {fmt(gb)} GB | {fmt(bound)} | {fmt(ref)} | "
-          f"{fmt(bound / ref if bound and ref else None, 2)}x | {fmt(ref2)} |")
+    print(f"| {model} | {fmt(gb)} GB | {fmt(bound)} | {fmt(ref)} | {fmt(bound / ref if bound and ref else None, 2)}x | "
+          f"{fmt(ref2)} | {fmt(bound / ref2 if bound and ref2 else None, 2)}x |")
 
 print("\nContractions of one layer of a 128-row prefill (q, k, v, o, w1, w3, w2), GFLOP/s, against "
       "OpenBLAS dgemm on the same shapes in double:\n")
 print("| model | threads | reference | dgemm | reference / dgemm | reference, 2 threads / 1 |")
 print("|---|---|---|---|---|---|")
 for model in ("bench512", "llama1b"):
-    one = rate(f"contract/reference/{model}/threads:1/real_time", "GFLOP/s")
+    one = rate(f"contract/reference/{model}/threads:1", "GFLOP/s")
     for threads in (1, 2):
-        ref = rate(f"contract/reference/{model}/threads:{threads}/real_time", "GFLOP/s")
-        blas = rate(f"contract/dgemm/{model}/threads:{threads}/real_time", "GFLOP/s")
+        ref = rate(f"contract/reference/{model}/threads:{threads}", "GFLOP/s")
+        blas = rate(f"contract/dgemm/{model}/threads:{threads}", "GFLOP/s")
         scale = fmt(ref / one if ref and one else None, 2) + "x" if threads == 2 else ""
         print(f"| {model} | {threads} | {fmt(ref)} | {fmt(blas)} | {fmt(ref / blas if ref and blas else None, 2)}x | {scale} |")
 

@@ -1,6 +1,7 @@
 // The models the benchmarks run: stories260K (the real checkpoint when ../shared has it),
 // bench512 and llama1b (seeded weights, written once to the bench data folder and mapped
-// from there afterwards).
+// from there afterwards). A name ending in -bf16 (llama1b-bf16) is that model with its
+// weights stored in bf16.
 #pragma once
 
 #include <string>

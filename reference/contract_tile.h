@@ -21,6 +21,19 @@ namespace cutcheck {
 constexpr int tile_rows_max = 6;
 constexpr int tile_width_max = 16;
 
+// The matrix-vector kernel of a decode step (a few lhs rows): the weights are read once,
+// straight from where they are stored, never packed. For `width` output columns at a
+// time it sums, for each of `rows` lhs rows,
+//   out[i * width + j] = sum over k of x[i * K + k] * w[j][k]
+// from +0.0 in ascending k, in double: x holds the lhs rows already widened, w[j] points
+// at column j's K consecutive terms (a weight row), f32 or bf16 (the bits of a bf16 value,
+// widened exactly as it is loaded). Columns are loaded side by side and transposed in
+// registers, so that each vector lane is one column's sum.
+constexpr int stream_rows_max = 4;
+constexpr int stream_width_max = 16;
+using StreamFn = void (*)(int rows, int64_t K, const double* x, const float* const* w, double* out);
+using StreamBf16Fn = void (*)(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
+
 // A tile kernel for one instruction set.
 using TileFn = void (*)(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
 // Packs `valid` f32 rows, each kc consecutive terms from src + base[i], widened, into
@@ -32,6 +45,9 @@ struct TileKernel {
   int width;  // output columns per tile
   TileFn run;
   PackFn pack_rows;
+  int stream_width;  // output columns per call of stream
+  StreamFn stream;
+  StreamBf16Fn stream_bf16;
 };
 
 // The packing of consecutive terms in plain loops (contract_tile_generic.cpp).
@@ -47,6 +63,23 @@ void tile_generic(int rows, int64_t kc, const double* a, const double* b, double
 void tile_avx2(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
 void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
 void pack_rows_avx512(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst);
+void stream_generic(int rows, int64_t K, const double* x, const float* const* w, double* out);
+void stream_avx2(int rows, int64_t K, const double* x, const float* const* w, double* out);
+void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out);
+void stream_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
+void stream_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
+void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
+
+// A bf16 value's bits widened to f32 (exact: bf16 is the top half of an f32). Here rather
+// than core/half.h's, so that no inline function with external linkage is built for a
+// wider instruction set.
+static inline float widen_term(float v) { return v; }
+static inline float widen_term(uint16_t bits) {
+  const uint32_t wide = uint32_t(bits) << 16;
+  float f;
+  __builtin_memcpy(&f, &wide, sizeof f);
+  return f;
+}
 
 // V: vec (a vector of `lanes` doubles), load, store, splat, fma(a, b, c) = a * b + c.
 template <class V, int R>

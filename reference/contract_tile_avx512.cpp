@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include "reference/contract_stream_x86.h"
 #include "reference/contract_tile.h"
 
 namespace cutcheck {
@@ -19,12 +20,23 @@ struct Avx512 {
   static void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
   static vec splat(double x) { return _mm512_set1_pd(x); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+  static vec zero() { return _mm512_setzero_pd(); }
+  static void widen(__m256 c, vec* d) { d[0] = _mm512_cvtps_pd(c); }
 };
 
 }  // namespace
 
 void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc) {
   tile_rows<Avx512>(rows, kc, a, b, c, ldc);
+}
+
+// Sixteen columns: two independent chains of sums per row keep the adds' latency hidden.
+void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out) {
+  stream_rows<Avx512, 2>(rows, K, x, w, out);
+}
+
+void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
+  stream_rows<Avx512, 2>(rows, K, x, w, out);
 }
 
 // Eight rows by eight terms at a time: eight loads of 8 f32, widened, then an 8 x 8

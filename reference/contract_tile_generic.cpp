@@ -28,6 +28,26 @@ void tile_generic(int rows, int64_t kc, const double* a, const double* b, double
   tile_rows<Generic>(rows, kc, a, b, c, ldc);
 }
 
+// Eight columns of sums side by side, each taking its terms in ascending k.
+template <class T>
+void stream_plain(int rows, int64_t K, const double* x, const T* const* w, double* out) {
+  constexpr int width = 8;
+  for (int i = 0; i < rows; ++i) {
+    double sum[width] = {};
+    for (int64_t k = 0; k < K; ++k)
+      for (int j = 0; j < width; ++j) sum[j] += x[i * K + k] * double(widen_term(w[j][k]));
+    for (int j = 0; j < width; ++j) out[i * width + j] = sum[j];
+  }
+}
+
+void stream_generic(int rows, int64_t K, const double* x, const float* const* w, double* out) {
+  stream_plain(rows, K, x, w, out);
+}
+
+void stream_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
+  stream_plain(rows, K, x, w, out);
+}
+
 void pack_rows_plain(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst) {
   for (int i = 0; i < valid; ++i) {
     const float* s = src + base[i];

@@ -56,6 +56,9 @@ void eval_dot_general(const Operation& op, Operands in, Tensor& out);  // dot_ge
 // result element its own ordered sum, one term at a time. The tiled one computes the
 // same sums, blocked, vectorised across result elements and threaded, with any of this
 // machine's tile kernels (contract_tile.h); the tests hold the two to equal bits.
+// Both also take an rhs of bf16 (a weight as stored, handed over without its convert to
+// f32): its values are widened exactly as they are read, so the sums are those of the
+// converted weight.
 struct TileKernel;
 void dot_general_naive(const Operation& op, Operands in, Tensor& out);
 void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out);

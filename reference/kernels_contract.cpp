@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "reference/ieee.h"
 #include "reference/index.h"
@@ -174,21 +175,23 @@ constexpr int64_t MC = 32 * tile_rows_max, NC = 256, KC = 128;
 // Widens operand elements to double into a packed block: dst[k * lanes + i] for i below
 // `valid` from src + base[i] + koff[k], zero beyond. `step` is the distance between
 // consecutive terms where they are evenly spaced (one contracting dimension), else 0;
-// consecutive terms (step 1, the projections) take the tile kernel's own packing.
-// Operands of other dtypes would widen here.
-void pack(const TileKernel& tile, const float* src, const int64_t* base, int valid, int lanes, const int64_t* koff,
+// consecutive f32 terms (step 1, the projections) take the tile kernel's own packing.
+// T is float, or uint16_t for the bits of bf16 values (widen_term).
+template <class T>
+void pack(const TileKernel& tile, const T* src, const int64_t* base, int valid, int lanes, const int64_t* koff,
           int64_t step, int64_t kc, double* dst) {
-  if (step == 1) {
-    int64_t at[tile_width_max];
-    for (int i = 0; i < valid; ++i) at[i] = base[i] + koff[0];
-    return tile.pack_rows(src, at, valid, lanes, kc, dst);
-  }
+  if constexpr (std::is_same_v<T, float>)
+    if (step == 1) {
+      int64_t at[tile_width_max];
+      for (int i = 0; i < valid; ++i) at[i] = base[i] + koff[0];
+      return tile.pack_rows(src, at, valid, lanes, kc, dst);
+    }
   for (int i = 0; i < valid; ++i) {
-    const float* s = src + base[i] + koff[0];
+    const T* s = src + base[i] + koff[0];
     if (step > 0) {
-      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[k * step]);
+      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(widen_term(s[k * step]));
     } else {
-      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(s[koff[k] - koff[0]]);
+      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(widen_term(s[koff[k] - koff[0]]));
     }
   }
   for (int i = valid; i < lanes; ++i)
@@ -196,7 +199,8 @@ void pack(const TileKernel& tile, const float* src, const int64_t* base, int val
 }
 
 // Rows [m0, m0 + mc) by columns [n0, n0 + nc) of batch b.
-void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const float* w, float* y, int64_t b,
+template <class T>
+void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y, int64_t b,
               int64_t m0, int64_t mc, int64_t n0, int64_t nc) {
   const int width = tile.width;
   const int64_t panels = (nc + width - 1) / width, ldc = panels * width;
@@ -229,13 +233,55 @@ void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const float
     for (int64_t j = 0; j < nc; ++j) y[(b * g.M + m0 + i) * g.N + n0 + j] = float(acc[size_t(i * ldc + j)]);
 }
 
-}  // namespace
+// A decode step's contraction: a few lhs rows against weights whose terms are consecutive
+// (rhs step 1). The lhs rows are widened once; the rhs is streamed where it lies, each
+// weight read once, `width` columns per call of the kernel; threads take runs of columns.
+template <class T>
+void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
+  const int width = tile.stream_width;
+  thread_local std::vector<double> wide;
+  wide.resize(size_t(g.batches * g.M * g.K));
+  for (int64_t b = 0; b < g.batches; ++b)
+    for (int64_t m = 0; m < g.M; ++m) {
+      const float* row = x + g.bl[size_t(b)] + g.ml[size_t(m)];
+      double* to = wide.data() + (b * g.M + m) * g.K;
+      for (int64_t k = 0; k < g.K; ++k) to[k] = double(row[g.kl[size_t(k)]]);
+    }
+  const double* xs = wide.data();
+  const int64_t blocks = (g.N + width - 1) / width, jobs = g.batches * blocks;
+  parallel_for(jobs, double(width) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
+    const T* cols[stream_width_max];
+    double out[stream_rows_max * stream_width_max];
+    for (int64_t job = begin; job < end; ++job) {
+      const int64_t b = job / blocks, n0 = job % blocks * width;
+      const int valid = int(std::min<int64_t>(width, g.N - n0));
+      // Columns past the end repeat the first one; their sums are not stored.
+      for (int j = 0; j < width; ++j) cols[j] = w + g.br[size_t(b)] + g.nr[size_t(n0 + (j < valid ? j : 0))];
+      if constexpr (std::is_same_v<T, float>)
+        tile.stream(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
+      else
+        tile.stream_bf16(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
+      for (int64_t m = 0; m < g.M; ++m)
+        for (int j = 0; j < valid; ++j) y[(b * g.M + m) * g.N + n0 + j] = float(out[m * width + j]);
+    }
+  });
+}
 
-void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
-  const Tensor &lhs = *in[0], &rhs = *in[1];
+// The rhs elements, f32 or the bits of bf16 values (a weight the interpreter hands over
+// as stored rather than converted first); T says which.
+template <class T>
+const T* rhs_data(const Tensor& rhs) {
+  if constexpr (std::is_same_v<T, float>)
+    return rhs.as<float>().data();  // refuses any other dtype
+  else
+    return reinterpret_cast<const uint16_t*>(rhs.raw().data());  // bf16, as dispatched
+}
+
+template <class T>
+void naive(const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   const DotLayout g = dot_layout(op, lhs, rhs, out);
   const float* x = lhs.as<float>().data();
-  const float* w = rhs.as<float>().data();
+  const T* w = rhs_data<T>(rhs);
   float* y = out.as_mut<float>().data();
   if (out.elements() == 0) return;
   Odometer at(g.out_size.data(), g.rank);
@@ -249,19 +295,20 @@ void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
     if (terms) do {
         int64_t cl = 0, cr = 0;
         for (int i = 0; i < g.contracted; ++i) cl += c.at[size_t(i)] * g.con_l[size_t(i)], cr += c.at[size_t(i)] * g.con_r[size_t(i)];
-        sum += double(x[l + cl]) * double(w[r + cr]);
+        sum += double(x[l + cl]) * double(widen_term(w[r + cr]));
       } while (c.next());
     *y++ = float(sum);
   } while (at.next());
 }
 
-void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out) {
-  const Tensor &lhs = *in[0], &rhs = *in[1];
+template <class T>
+void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   if (out.elements() == 0) return;
   const Gemm& g = gemm_of(dot_layout(op, lhs, rhs, out));
   const float* x = lhs.as<float>().data();
-  const float* w = rhs.as<float>().data();
+  const T* w = rhs_data<T>(rhs);
   float* y = out.as_mut<float>().data();
+  if (g.M <= stream_rows_max && g.kr_step == 1) return stream(tile, g, x, w, y);
   // Jobs: batches x row blocks x column blocks; with threads, columns are cut finer
   // when there would be too few jobs to share.
   const int64_t row_blocks = (g.M + MC - 1) / MC;
@@ -278,6 +325,18 @@ void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in,
       gemm_job(tile, g, x, w, y, b, m0, std::min(MC, g.M - m0), n0, std::min(nc, g.N - n0));
     }
   });
+}
+
+}  // namespace
+
+void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
+  if (in[1]->dtype() == DType::bf16) return naive<uint16_t>(op, *in[0], *in[1], out);
+  naive<float>(op, *in[0], *in[1], out);
+}
+
+void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out) {
+  if (in[1]->dtype() == DType::bf16) return tiled<uint16_t>(tile, op, *in[0], *in[1], out);
+  tiled<float>(tile, op, *in[0], *in[1], out);
 }
 
 void eval_dot_general(const Operation& op, Operands in, Tensor& out) { dot_general_tiled(tile_kernel(), op, in, out); }

@@ -1,12 +1,18 @@
 // Each op of the language against values worked out by hand.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "core/error.h"
 #include <random>
 
 #include "author/builder.h"
+#include "core/half.h"
 #include "reference/contract_tile.h"
 #include "reference/kernels.h"
 #include "reference/parallel.h"
@@ -262,14 +268,23 @@ TEST(Ops, DotGeneralContractsAndBatches) {
             (V{100000004.0f}));
 }
 
-// The tiled dot_general (every tile kernel this machine runs, one and two threads)
+// The tiled dot_general (every tile kernel this machine runs, one to three threads)
 // against the naive definition, bit for bit, over the shape classes the blocking cuts
 // differently: ragged row tiles and column panels, blocks of k, strided and transposed
-// operands, batch dimensions, several or no contracting dimensions, rank-0 results.
+// operands, batch dimensions, several or no contracting dimensions, rank-0 results; and
+// the decode path (up to stream_rows_max rows against weights streamed in place) with
+// ragged column blocks and k that is and is not a multiple of the transposed 8 terms.
 struct DotCase {
   Shape lhs, rhs;
   std::vector<int64_t> lb, rb, lc, rc;
 };
+
+Program dot_program(const DotCase& c) {
+  Builder b("dot");
+  ValueId l = b.input("lhs", {DType::f32, c.lhs}), r = b.input("rhs", {DType::f32, c.rhs});
+  b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
+  return b.finish();
+}
 
 Tensor order_revealing_values(const Shape& shape, std::mt19937& rng) {
   // Half the elements +-2^24, whose products (+-2^48) cancel exactly again and again as
@@ -297,6 +312,9 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   project(3, 1100, 64);    // more columns than a block: several column blocks, the last ragged
   project(200, 40, 64);    // more rows than a block
   project(2, 5, 5000);     // huge k: many blocks of k carried in double
+  for (int64_t rows : {1, 3, 4})
+    for (int64_t k : {7, 8, 9, 24, 31}) project(rows, 21, k);  // the stream's k tail, ragged columns
+  project(1, 1100, 512);   // a decode projection large enough to share between threads
   cases.push_back({{64, 7}, {64, 19}, {}, {}, {0}, {0}});                       // both operands transposed
   cases.push_back({{9, 5, 8}, {11, 5, 8}, {1}, {1}, {2}, {2}});                 // batch in the middle (q . k per head)
   cases.push_back({{2, 3, 7, 8}, {2, 3, 17, 8}, {0, 1}, {0, 1}, {3}, {3}});     // two batch dimensions
@@ -308,17 +326,14 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   std::mt19937 rng(21);
   for (size_t n = 0; n < cases.size(); ++n) {
     const DotCase& c = cases[n];
-    Builder b("dot");
-    ValueId l = b.input("lhs", {DType::f32, c.lhs}), r = b.input("rhs", {DType::f32, c.rhs});
-    b.output("y", b.dot(l, r, c.lc, c.rc, "y", c.lb, c.rb));
-    const Program program = b.finish();
+    const Program program = dot_program(c);
     const Operation& op = program.ops.back();
     const Tensor lhs = order_revealing_values(c.lhs, rng), rhs = order_revealing_values(c.rhs, rng);
     const Tensor* operands[] = {&lhs, &rhs};
     Tensor want(program.type(op.result));
     dot_general_naive(op, operands, want);
     for (int i = 0; i < tile_kernel_count(); ++i)
-      for (int threads : {1, 2}) {
+      for (int threads : {1, 2, 3}) {
         KernelThreads scope(threads);
         Tensor got(program.type(op.result));
         dot_general_tiled(tile_kernel(i), op, operands, got);
@@ -326,6 +341,98 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
                                          << threads << " threads";
       }
   }
+}
+
+// An rhs of bf16 (a weight as stored) gives the bits of the same contraction on the rhs
+// converted to f32 first, in the naive definition and in every tiled kernel: the decode
+// path (rows up to stream_rows_max) and the blocked one, ragged and transposed.
+TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
+  std::vector<DotCase> cases;
+  for (int64_t rows : {1, 4, 7})
+    for (int64_t cols : {5, 16, 33})
+      for (int64_t k : {9, 129}) cases.push_back({{rows, k}, {cols, k}, {}, {}, {1}, {1}});
+  cases.push_back({{64, 7}, {64, 19}, {}, {}, {0}, {0}});  // the rhs's terms strided
+  cases.push_back({{1, 64}, {64, 19}, {}, {}, {1}, {0}});  // and one row
+  std::mt19937 rng(19);
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const DotCase& c = cases[n];
+    const Program program = dot_program(c);
+    const Operation& op = program.ops.back();
+    const Tensor lhs = order_revealing_values(c.lhs, rng);
+    Tensor stored(TensorType{DType::bf16, c.rhs}), widened(TensorType{DType::f32, c.rhs});
+    const Tensor values = order_revealing_values(c.rhs, rng);
+    auto* bits = reinterpret_cast<uint16_t*>(stored.raw_mut().data());
+    for (size_t i = 0; i < size_t(values.elements()); ++i) {
+      bits[i] = f32_to_bf16(values.as<float>()[i]);
+      widened.as_mut<float>()[i] = bf16_to_f32(bits[i]);
+    }
+    const Tensor* wide_operands[] = {&lhs, &widened};
+    const Tensor* stored_operands[] = {&lhs, &stored};
+    Tensor want(program.type(op.result)), got(program.type(op.result));
+    dot_general_naive(op, wide_operands, want);
+    dot_general_naive(op, stored_operands, got);
+    EXPECT_TRUE(got.same_bits(want)) << "case " << n << ", naive";
+    for (int i = 0; i < tile_kernel_count(); ++i)
+      for (int threads : {1, 2}) {
+        KernelThreads scope(threads);
+        Tensor tiled(program.type(op.result));
+        dot_general_tiled(tile_kernel(i), op, stored_operands, tiled);
+        EXPECT_TRUE(tiled.same_bits(want)) << "case " << n << " with " << tile_kernel(i).isa << ", " << threads
+                                           << " threads";
+      }
+  }
+}
+
+// parallel_for's pieces cover [0, count) once each, on workers kept from call to call; a
+// call from inside a piece or from a second thread while the pool is busy still finishes
+// (its pieces run in turn), and an exception from any piece reaches the caller.
+TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
+  auto covered = [](int64_t count) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+    std::mutex m;
+    std::set<std::thread::id> ran_on;
+    parallel_for(count, 1e9, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ++hits[size_t(i)];
+      std::lock_guard lock(m);
+      ran_on.insert(std::this_thread::get_id());
+    });
+    for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[size_t(i)], 1) << "index " << i << " of " << count;
+    return ran_on;
+  };
+  for (int threads : {1, 2, 3, 5}) {
+    KernelThreads scope(threads);
+    for (int64_t count : {0, 1, 2, 3, 7, 1000}) covered(count);
+  }
+  KernelThreads scope(3);
+  const std::set<std::thread::id> first = covered(3), second = covered(3);
+  EXPECT_EQ(first.size(), 3u);
+  EXPECT_EQ(first, second);  // the same workers, not new threads
+  EXPECT_EQ(first.count(std::this_thread::get_id()), 1u);
+
+  std::atomic<int64_t> inner{0};
+  parallel_for(4, 1e9, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      parallel_for(10, 1e9, [&](int64_t b, int64_t e) { inner += e - b; });
+  });
+  EXPECT_EQ(inner, 40);
+
+  std::atomic<int64_t> total{0};
+  auto caller = [&] {
+    KernelThreads two(2);
+    for (int r = 0; r < 200; ++r) parallel_for(100, 1e9, [&](int64_t b, int64_t e) { total += e - b; });
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_EQ(total, 2 * 200 * 100);
+
+  for (int64_t thrower : {0, 2})
+    EXPECT_THROW(parallel_for(3, 1e9,
+                              [&](int64_t begin, int64_t) {
+                                if (begin == thrower) throw std::runtime_error("piece");
+                              }),
+                 std::runtime_error);
+  EXPECT_EQ(covered(3), first);  // and the pool still works
 }
 
 TEST(Ops, TypeRulesRefuseMismatches) {

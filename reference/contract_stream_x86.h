@@ -1,0 +1,85 @@
+// The matrix-vector kernel (StreamFn, contract_tile.h) for x86 vector units, included by
+// the translation units built for AVX2 and for AVX-512 only; everything here has internal
+// linkage, so code built for one set never stands in for the other's.
+#pragma once
+
+#include <immintrin.h>
+
+#include "reference/contract_tile.h"
+
+namespace cutcheck {
+namespace {
+
+// r[j] holds 8 consecutive terms of column j; afterwards c[q] holds term q of columns 0..7.
+inline void transpose8(const __m256 r[8], __m256 c[8]) {
+  __m256 t[8], s[8];
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);      // (j,0)(j+1,0)(j,1)(j+1,1) | terms 4, 5
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);  // terms 2, 3 | 6, 7
+  }
+  for (int j = 0; j < 8; j += 4) {
+    s[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);      // columns j..j+3, term 0 | 4
+    s[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);  // term 1 | 5
+    s[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);  // term 2 | 6
+    s[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);  // term 3 | 7
+  }
+  for (int q = 0; q < 4; ++q) {
+    c[q] = _mm256_permute2f128_ps(s[q], s[q + 4], 0x20);
+    c[q + 4] = _mm256_permute2f128_ps(s[q], s[q + 4], 0x31);
+  }
+}
+
+// Eight consecutive terms, as f32.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+// V: vec (V::lanes doubles), zero, splat, fma, store, and widen(c, d), which widens the
+// 8 f32 of c into 8 / lanes vectors. G groups of 8 columns, R rows.
+template <class V, int G, int R, class T>
+void stream_of(int64_t K, const double* x, const T* const* w, double* out) {
+  constexpr int W = 8 / V::lanes, width = 8 * G;
+  typename V::vec acc[R][G * W];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < G * W; ++v) acc[i][v] = V::zero();
+  const int64_t k8 = K / 8 * 8;
+  for (int64_t k = 0; k < k8; k += 8)
+    for (int g = 0; g < G; ++g) {
+      __m256 r[8], c[8];
+      for (int j = 0; j < 8; ++j) r[j] = load8(w[g * 8 + j] + k);
+      transpose8(r, c);
+      for (int q = 0; q < 8; ++q) {
+        typename V::vec d[W];
+        V::widen(c[q], d);
+        for (int i = 0; i < R; ++i) {
+          const typename V::vec xi = V::splat(x[i * K + k + q]);
+          for (int v = 0; v < W; ++v) acc[i][g * W + v] = V::fma(xi, d[v], acc[i][g * W + v]);
+        }
+      }
+    }
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < G * W; ++v) V::store(out + i * width + v * V::lanes, acc[i][v]);
+  // The last K % 8 terms, still in order; the product is exact, so a separate multiply
+  // and add round as the fused one does.
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < width; ++j) {
+      double sum = out[i * width + j];
+      for (int64_t k = k8; k < K; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
+      out[i * width + j] = sum;
+    }
+}
+
+template <class V, int G, class T>
+void stream_rows(int rows, int64_t K, const double* x, const T* const* w, double* out) {
+  switch (rows) {
+    case 1: return stream_of<V, G, 1>(K, x, w, out);
+    case 2: return stream_of<V, G, 2>(K, x, w, out);
+    case 3: return stream_of<V, G, 3>(K, x, w, out);
+    default: return stream_of<V, G, 4>(K, x, w, out);
+  }
+}
+
+}  // namespace
+}  // namespace cutcheck
