@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/tensor.h"
+
 namespace cutcheck {
 
 inline float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(uint32_t(bits) << 16); }
@@ -42,6 +44,12 @@ inline uint16_t f32_to_f16(float value) {
   }
   const uint32_t rebiased = magnitude - 0x38000000u;  // exponent bias 127 -> 15
   return sign | uint16_t((rebiased + 0xfffu + ((rebiased >> 13) & 1)) >> 13);
+}
+
+// The 16-bit dtype `dtype` (bf16 or f16) to and from f32.
+inline float half_to_f32(DType dtype, uint16_t bits) { return dtype == DType::bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
+inline uint16_t f32_to_half(DType dtype, float value) {
+  return dtype == DType::bf16 ? f32_to_bf16(value) : f32_to_f16(value);
 }
 
 }  // namespace cutcheck

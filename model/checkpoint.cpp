@@ -36,15 +36,12 @@ float f32_at(const StoredTensor& s, size_t i) {
   return v;
 }
 
-float widen16(DType from, uint16_t bits) { return from == DType::bf16 ? bf16_to_f32(bits) : f16_to_f32(bits); }
-uint16_t narrow16(DType to, float v) { return to == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v); }
-
 // Every value of an F32 tensor is a value of `to` (NaNs aside), so narrowing loses nothing.
 bool narrows_exactly(const StoredTensor& s, DType to) {
   const size_t n = s.bytes.size() / 4;
   for (size_t i = 0; i < n; ++i) {
     const float v = f32_at(s, i);
-    if (!std::isnan(v) && widen16(to, narrow16(to, v)) != v) return false;
+    if (!std::isnan(v) && half_to_f32(to, f32_to_half(to, v)) != v) return false;
   }
   return true;
 }
@@ -64,12 +61,12 @@ Tensor take(const CheckpointTensor& t, DType to, const std::string& where) {
   const size_t n = size_t(out.elements());
   if (to == DType::f32) {
     for (size_t i = 0; i < n; ++i) {
-      const float v = widen16(from, bits16(s, i));
+      const float v = half_to_f32(from, bits16(s, i));
       std::memcpy(y + 4 * i, &v, 4);
     }
   } else if (from == DType::f32) {
     for (size_t i = 0; i < n; ++i) {
-      const uint16_t bits = narrow16(to, f32_at(s, i));
+      const uint16_t bits = f32_to_half(to, f32_at(s, i));
       std::memcpy(y + 2 * i, &bits, 2);
     }
   } else {

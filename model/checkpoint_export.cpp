@@ -55,7 +55,7 @@ float element(const Tensor& t, size_t i) {
   }
   uint16_t bits;
   std::memcpy(&bits, p + 2 * i, 2);
-  return t.dtype() == DType::bf16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+  return half_to_f32(t.dtype(), bits);
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ Tensor convert_weight(const Tensor& t, DType to, const std::string& what) {
       std::memcpy(y + 4 * i, &v, 4);
       continue;
     }
-    const uint16_t bits = to == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+    const uint16_t bits = f32_to_half(to, v);
     if (std::isfinite(v) && (bits & 0x7fff) == (to == DType::bf16 ? 0x7f80 : 0x7c00))
       throw Error(fmt::format("{}: element {} is {}, beyond the largest finite {}; the file would hold another "
                               "model (export in f32 or bf16)",

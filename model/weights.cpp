@@ -92,7 +92,7 @@ class SeededValues {
       if (dtype_ == DType::f32) {
         std::memcpy(out.data() + 4 * i, &v, 4);
       } else {
-        const uint16_t bits = dtype_ == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+        const uint16_t bits = f32_to_half(dtype_, v);
         std::memcpy(out.data() + 2 * i, &bits, 2);
       }
     }

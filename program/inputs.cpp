@@ -46,7 +46,7 @@ TensorMap random_inputs(const Program& program, uint64_t seed) {
     } else if (is_half(t.dtype())) {
       auto* bits = reinterpret_cast<uint16_t*>(t.raw_mut().data());
       for (int64_t i = 0; i < t.elements(); ++i)
-        bits[i] = t.dtype() == DType::bf16 ? f32_to_bf16(rng.symmetric()) : f32_to_f16(rng.symmetric());
+        bits[i] = f32_to_half(t.dtype(), rng.symmetric());
     } else {
       // The declared range, within what an i32 can hold.
       const int64_t lo = std::max<int64_t>(in.range ? in.range->first : -1000, INT32_MIN);

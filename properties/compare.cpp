@@ -25,7 +25,7 @@ std::string element_str(const Tensor& t, size_t i) {
     case DType::f16: {
       uint16_t bits;
       std::memcpy(&bits, t.raw().data() + 2 * i, 2);
-      return fmt::format("{} (0x{:04x})", t.dtype() == DType::bf16 ? bf16_to_f32(bits) : f16_to_f32(bits), bits);
+      return fmt::format("{} (0x{:04x})", half_to_f32(t.dtype(), bits), bits);
     }
   }
   return "?";

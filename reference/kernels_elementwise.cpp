@@ -82,11 +82,11 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
   } else if (is_half(from)) {  // exact: every bf16 and f16 value is an f32
     auto y = out.as_mut<float>();
     const auto* x = reinterpret_cast<const uint16_t*>(a.raw().data());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = from == DType::bf16 ? bf16_to_f32(x[i]) : f16_to_f32(x[i]);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = half_to_f32(from, x[i]);
   } else if (is_half(to)) {  // rounds to nearest, ties to even
     auto x = a.as<float>();
     auto* y = reinterpret_cast<uint16_t*>(out.raw_mut().data());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = to == DType::bf16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
+    for (size_t i = 0; i < x.size(); ++i) y[i] = f32_to_half(to, x[i]);
   } else if (from == DType::i1) {
     auto x = a.as<uint8_t>();
     if (to == DType::f32)
