@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -16,6 +18,26 @@ namespace {
 thread_local int current_threads = 1;
 // Multiply-adds: below this, handing a piece to a worker costs more than it saves.
 constexpr double min_work_per_thread = 5e4;
+
+// How long a worker that has finished its piece, or a caller waiting for the workers,
+// keeps polling before it sleeps. Consecutive contractions (a layer's projections, a
+// decode step's ops) follow each other within microseconds; a thread that slept has to
+// be woken by the kernel first, which on a virtual machine can take longer than a small
+// contraction's whole piece.
+constexpr auto spin_time = std::chrono::microseconds(200);
+
+// Polls `ready` until it holds or spin_time has passed; true if it holds.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + spin_time;
+  for (int polls = 0;; ++polls) {
+    if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (polls % 64 == 63 && std::chrono::steady_clock::now() > until) return false;
+  }
+}
 
 // Workers started on first use and kept for the life of the process; each parallel_for
 // hands its pieces to them and waits. One parallel_for at a time uses the pool: a caller
@@ -35,8 +57,8 @@ class Pool {
       fn_ = &fn;
       count_ = count;
       pieces_ = pieces;
-      pending_ = pieces - 1;
-      ++generation_;
+      pending_.store(pieces - 1);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     std::exception_ptr failed;
@@ -45,8 +67,11 @@ class Pool {
     } catch (...) {
       failed = std::current_exception();  // rethrown once the workers are done with fn
     }
-    std::unique_lock lock(m_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock lock(m_);
+      done_.wait(lock, [&] { return pending_.load() == 0; });
+    }
+    std::lock_guard lock(m_);
     fn_ = nullptr;
     if (!failed) failed = std::exchange(failed_, nullptr);
     failed_ = nullptr;
@@ -59,35 +84,47 @@ class Pool {
   void work(size_t i) {
     const int64_t piece = int64_t(i) + 1;
     uint64_t seen = 0;
-    std::unique_lock lock(m_);
     for (;;) {
-      wake_.wait(lock, [&] { return generation_ != seen; });
-      seen = generation_;
-      if (piece >= pieces_) continue;
-      const std::function<void(int64_t, int64_t)>& fn = *fn_;
-      const int64_t count = count_, pieces = pieces_;
-      lock.unlock();
+      const auto next = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+      if (!spin_until(next)) {
+        std::unique_lock lock(m_);
+        wake_.wait(lock, next);
+      }
+      const std::function<void(int64_t, int64_t)>* fn;
+      int64_t count, pieces;
+      {
+        std::lock_guard lock(m_);
+        seen = generation_.load();
+        fn = fn_, count = count_, pieces = pieces_;
+      }
+      if (piece >= pieces) continue;
       std::exception_ptr failed;
       try {
-        fn(count * piece / pieces, count * (piece + 1) / pieces);
+        (*fn)(count * piece / pieces, count * (piece + 1) / pieces);
       } catch (...) {
         failed = std::current_exception();
       }
-      lock.lock();
-      if (failed && !failed_) failed_ = failed;
-      if (--pending_ == 0) done_.notify_one();
+      if (failed) {
+        std::lock_guard lock(m_);
+        if (!failed_) failed_ = failed;
+      }
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard lock(m_);  // the caller is polling, or waiting with m_ released
+        done_.notify_one();
+      }
     }
   }
 
   const pid_t owner_ = getpid();
   std::mutex busy_;  // held by the parallel_for using the pool
-  std::mutex m_;     // guards everything below
+  std::mutex m_;     // guards fn_, count_, pieces_, failed_ and the waits
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t count_ = 0, pieces_ = 0, pending_ = 0;
-  std::exception_ptr failed_;  // the first a worker's piece threw
-  uint64_t generation_ = 0;
+  int64_t count_ = 0, pieces_ = 0;
+  std::atomic<int64_t> pending_ = 0;      // pieces the workers have still to finish
+  std::exception_ptr failed_;             // the first a worker's piece threw
+  std::atomic<uint64_t> generation_ = 0;  // one more for every job handed out
 };
 
 // Never destroyed: the workers wait until the process ends. (Joining them at exit would

@@ -1,5 +1,6 @@
 // Each op of the language against values worked out by hand.
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -385,7 +386,9 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
 
 // parallel_for's pieces cover [0, count) once each, on workers kept from call to call; a
 // call from inside a piece or from a second thread while the pool is busy still finishes
-// (its pieces run in turn), and an exception from any piece reaches the caller.
+// (its pieces run in turn), and an exception from any piece reaches the caller. Workers
+// poll for a while after a piece and then sleep: calls come both back to back and after
+// the workers have gone to sleep.
 TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
   auto covered = [](int64_t count) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
@@ -408,6 +411,8 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
   EXPECT_EQ(first.size(), 3u);
   EXPECT_EQ(first, second);  // the same workers, not new threads
   EXPECT_EQ(first.count(std::this_thread::get_id()), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the workers' polling
+  EXPECT_EQ(covered(3), first);
 
   std::atomic<int64_t> inner{0};
   parallel_for(4, 1e9, [&](int64_t begin, int64_t end) {
