@@ -1,40 +1,52 @@
+// `cutcheck export-onnx ...` runs `cutcheck-export-onnx ...` from beside the cutcheck
+// executable (found through /proc/self/exe, so in the build and the install tree alike, and
+// through symlinks), handing it every argument after the command's name. Only that program
+// links ONNX and protobuf: every other cutcheck process starts without loading them.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "core/error.h"
-#include "onnx/export.h"
+#include "core/files.h"
 #include "tools/commands.h"
 
 namespace cutcheck::cli {
+namespace {
+
+[[noreturn]] void run_beside_self(const std::string& program, const std::vector<std::string>& args) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error(fmt::format("cannot find cutcheck's own executable (/proc/self/exe: {})", ec.message()));
+  const fs::path path = self.parent_path() / program;
+  if (!fs::exists(path, ec))
+    throw Error(fmt::format("{} is missing: the command needs it installed beside {} (build or install the "
+                            "target {} with cutcheck)",
+                            path.string(), self.string(), program));
+  std::vector<char*> argv;
+  std::string argv0 = path.string();
+  argv.push_back(argv0.data());
+  std::vector<std::string> copies = args;
+  for (std::string& a : copies) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execv(path.c_str(), argv.data());
+  throw Error(fmt::format("cannot run {}: {}", path.string(), std::strerror(errno)));
+}
+
+}  // namespace
 
 void add_export_onnx(CLI::App& app) {
-  struct Args {
-    std::string folder, out, cache, precision = "spec";
-    uint64_t external_from = uint64_t(1) << 20;
-  };
-  auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("export-onnx", "export a program (or a tp split) to ONNX, opset 17 (docs/onnx.md)");
-  cmd->add_option("folder", args->folder, "the program folder, or a folder of chipN/ program folders")->required();
-  auto* out = cmd->add_option("--out", args->out, "the .onnx file to write (and its .plan.json beside it)");
-  auto* cache = cmd->add_option("--cache", args->cache, "export into CACHE/<hash>/ unless done already; print the plan's path");
-  out->excludes(cache);
-  cmd->add_option("--precision", args->precision, "spec: sums and functions in f64, as the language says; f32")
-      ->capture_default_str();
-  cmd->add_option("--external-from", args->external_from, "weights of at least this many bytes go to external data")
-      ->capture_default_str();
-  cmd->callback([args] {
-    OnnxOptions o;
-    if (args->precision == "spec") o.precision = OnnxPrecision::spec;
-    else if (args->precision == "f32") o.precision = OnnxPrecision::f32;
-    else throw Error(fmt::format("--precision '{}': choose spec (f64 sums, as the language says) or f32", args->precision));
-    o.external_from_bytes = args->external_from;
-    if (args->out.empty() && args->cache.empty()) throw Error("export-onnx: give --out FILE.onnx or --cache DIR");
-    if (!args->cache.empty()) {
-      fmt::print("{}\n", export_onnx_cached(args->folder, args->cache, o).string());
-      return;
-    }
-    fs::path plan = export_onnx_folder(args->folder, args->out, o);
-    fmt::print("wrote {} (plan {})\n", args->out, plan.string());
-  });
+  auto* cmd = app.add_subcommand("export-onnx", export_onnx_summary);
+  // Everything after the name, --help included, is the exporter's to parse.
+  cmd->set_help_flag();
+  cmd->prefix_command();
+  cmd->callback([cmd] { run_beside_self(export_onnx_program, cmd->remaining()); });
 }
 
 }  // namespace cutcheck::cli

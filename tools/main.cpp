@@ -1,53 +1,55 @@
 // cutcheck: author, run and check programs for the cuts of a transformer decoder.
-#include <fmt/format.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <optional>
-#include <string>
-#include <vector>
+#include <array>
+#include <string_view>
 
-#include "core/error.h"
-#include "core/interrupt.h"
-#include "core/limits.h"
 #include "core/version.h"
 #include "tools/commands.h"
+#include "tools/run_command_line.h"
 
 namespace {
 
-// Edits (insertions, deletions, substitutions) between two words.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+// Each adder with the commands it defines, in the order --help lists them. Defining every
+// command's options would take half of the start-up time of a command such as `generate`,
+// so only the command asked for is defined (none for --version); --help, no command or an
+// unknown one define them all. A name missing here costs only that saving;
+// tests/cli_startup.sh runs each listed command's --help to catch a name paired with the
+// wrong adder.
+struct Adder {
+  std::array<std::string_view, 3> commands;  // the rest empty
+  void (*add)(CLI::App&);
+};
+constexpr Adder adders[] = {
+    {{"author"}, cutcheck::cli::add_author},
+    {{"weights"}, cutcheck::cli::add_weights},
+    {{"shard"}, cutcheck::cli::add_shard},
+    {{"inputs"}, cutcheck::cli::add_inputs},
+    {{"run"}, cutcheck::cli::add_run},
+    {{"generate"}, cutcheck::cli::add_generate},
+    {{"spec"}, cutcheck::cli::add_spec},
+    {{"import-llama2c", "import-hf", "import-gguf"}, cutcheck::cli::add_imports},
+    {{"export-gguf", "export-hf"}, cutcheck::cli::add_exports},
+    {{"check"}, cutcheck::cli::add_check},
+    {{"conform"}, cutcheck::cli::add_conform},
+    {{"conform-engine"}, cutcheck::cli::add_conform_engine},
+    {{"mutate"}, cutcheck::cli::add_mutate},
+    {{"merge-reports"}, cutcheck::cli::add_merge_reports},
+    {{"export-mlir"}, cutcheck::cli::add_export_mlir},
+    {{"export-onnx"}, cutcheck::cli::add_export_onnx},
+    {{"tolerance-report"}, cutcheck::cli::add_tolerance_report},
+};
+
+void add_commands(CLI::App& app, int argc, char** argv) {
+  const std::string_view asked = argc >= 2 ? argv[1] : "";
+  if (asked == "--version") return;
+  for (const Adder& adder : adders) {
+    if (!asked.empty() && std::find(adder.commands.begin(), adder.commands.end(), asked) != adder.commands.end()) {
+      adder.add(app);
+      return;
     }
   }
-  return row[b.size()];
-}
-
-// A first argument that is no command: the message names it, the closest command when one
-// is near, and the list (CLI11 alone says only "A subcommand is required").
-std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
-  const std::string given = argv[1];
-  std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-  if (std::find(names.begin(), names.end(), given) != names.end()) return std::nullopt;
-  std::string message = fmt::format("unknown command '{}'", given);
-  auto closest = std::min_element(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
-    return edit_distance(given, a) < edit_distance(given, b);
-  });
-  if (closest != names.end() && edit_distance(given, *closest) <= std::max<size_t>(2, given.size() / 3))
-    message += fmt::format("; did you mean '{}'?", *closest);
-  return message + fmt::format(" (commands: {})", fmt::join(names, ", "));
+  for (const Adder& adder : adders) adder.add(app);
 }
 
 }  // namespace
@@ -56,47 +58,6 @@ int main(int argc, char** argv) {
   CLI::App app{"cutcheck: a reference interpreter and property checker for transformer-decoder programs"};
   app.set_version_flag("--version", cutcheck::version_line());
   app.require_subcommand(1);
-  cutcheck::cli::add_author(app);
-  cutcheck::cli::add_weights(app);
-  cutcheck::cli::add_shard(app);
-  cutcheck::cli::add_inputs(app);
-  cutcheck::cli::add_run(app);
-  cutcheck::cli::add_generate(app);
-  cutcheck::cli::add_spec(app);
-  cutcheck::cli::add_imports(app);
-  cutcheck::cli::add_exports(app);
-  cutcheck::cli::add_check(app);
-  cutcheck::cli::add_conform(app);
-  cutcheck::cli::add_conform_engine(app);
-  cutcheck::cli::add_mutate(app);
-  cutcheck::cli::add_merge_reports(app);
-  cutcheck::cli::add_export_mlir(app);
-  cutcheck::cli::add_export_onnx(app);
-  cutcheck::cli::add_tolerance_report(app);
-  try {
-    // A malformed CUTCHECK_MEMORY_LIMIT is refused before any command starts, not at the
-    // first allocation in the middle of one.
-    cutcheck::memory_limit();
-    if (auto unknown = unknown_command(app, argc, argv)) {
-      fmt::print(stderr, "cutcheck: {}\n", *unknown);
-      return 2;
-    }
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version print and succeed; every usage error is exit 2, whatever code
-    // CLI11 gives it (docs/exit-codes.md).
-    return app.exit(e) == 0 ? 0 : 2;
-  } catch (const cutcheck::Interrupted& e) {  // SIGINT, SIGTERM: the clean-up is done by now
-    fmt::print(stderr, "cutcheck: stopped by signal {} ({})\n", e.signal, strsignal(e.signal));
-    return 128 + e.signal;
-  } catch (const cutcheck::cli::CheckFailed& e) {
-    fmt::print(stderr, "cutcheck: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // not supported (77), the user's error (2), a bug (70)
-    const int code = cutcheck::exit_code_of(e);
-    fmt::print(stderr, "cutcheck: {}: {}\n", code == 77 ? "not supported" : code == 2 ? "error" : "internal error",
-               e.what());
-    return code;
-  }
-  return 0;
+  add_commands(app, argc, argv);
+  return cutcheck::cli::run_command_line(app, argc, argv);
 }
