@@ -1,6 +1,7 @@
-# `cmake --install`: the two commands, the libraries as the CMake package `cutcheck`
-# (namespaced targets cutcheck::core ... cutcheck::conform, cutcheck::cutcheck for the
-# command), the headers under include/cutcheck/, a pkg-config file, and the docs.
+# `cmake --install`: the two commands (and the ONNX exporter cutcheck runs), the libraries
+# as the CMake package `cutcheck` (namespaced targets cutcheck::core ... cutcheck::conform,
+# cutcheck::cutcheck for the command), the headers under include/cutcheck/, a pkg-config
+# file, and the docs.
 include(CMakePackageConfigHelpers)
 
 # Libraries in dependency order (the pkg-config file links them in this order, reversed).
@@ -19,6 +20,8 @@ install(TARGETS ${library_targets} cutcheck cutcheck-mlir EXPORT cutcheckTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CUTCHECK_INSTALL_INCLUDEDIR})
+# `cutcheck export-onnx` runs it from beside cutcheck: a part of the command, not a target.
+install(TARGETS cutcheck-export-onnx RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/cutcheck)
 install(EXPORT cutcheckTargets NAMESPACE cutcheck:: DESTINATION ${config_dir})

@@ -2,7 +2,8 @@
 # The package as a team would use it: install the build to a temporary prefix, then build
 # and test examples/downstream against that prefix alone (a copy of the example outside
 # the clone; nothing of the installed package may name the clone or its build folder).
-# Also links a program through pkg-config, and runs the installed commands' --version.
+# Also links a program through pkg-config, runs the installed commands' --version and an
+# export-onnx (the exporter is a program of its own beside cutcheck).
 #   install_downstream.sh BUILD_DIR SOURCE_DIR [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$(cd "$1" && pwd) source=$(cd "$2" && pwd) launcher=${3:-}
@@ -25,6 +26,10 @@ if leaks=$(grep -rIl -e "$source" -e "$build" "$prefix"); then
 fi
 "$prefix/bin/cutcheck" --version
 "$prefix/bin/cutcheck-mlir" --version
+# export-onnx runs the exporter installed beside cutcheck.
+"$prefix/bin/cutcheck" weights --spec tiny --dir "$tmp/weights" >/dev/null
+"$prefix/bin/cutcheck" author --spec tiny --cut 'decode{ctx=8}' --dir "$tmp/weights" --out "$tmp/program" >/dev/null
+"$prefix/bin/cutcheck" export-onnx "$tmp/program" --out "$tmp/program/model.onnx"
 
 # The example, copied out of the clone, configured with the prefix as the only way to cutcheck.
 cp -r "$source/examples/downstream" "$tmp/src"
