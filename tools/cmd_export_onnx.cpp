@@ -19,7 +19,7 @@
 namespace cutcheck::cli {
 namespace {
 
-[[noreturn]] void run_beside_self(const std::string& program, const std::vector<std::string>& args) {
+[[noreturn]] void run_beside_self(const std::string& program, std::vector<std::string> args) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error(fmt::format("cannot find cutcheck's own executable (/proc/self/exe: {})", ec.message()));
@@ -31,8 +31,7 @@ namespace {
   std::vector<char*> argv;
   std::string argv0 = path.string();
   argv.push_back(argv0.data());
-  std::vector<std::string> copies = args;
-  for (std::string& a : copies) argv.push_back(a.data());
+  for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::fflush(nullptr);
   execv(path.c_str(), argv.data());
