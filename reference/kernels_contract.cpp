@@ -302,23 +302,26 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
 // term k is added to each of them, then term k + 1: every sum takes its terms one at a
 // time in ascending k from +0.0, the product exact in double, as the definition does.
 // Threads take runs of columns, each computing its sums whole.
-template <class T, int64_t run>
+template <class T, int64_t run, int64_t M>  // M lhs rows: their sums stay in registers
 void side_by_side_run(const Gemm& g, const float* x, const T* w, float* y, int64_t b, int64_t n0, int64_t cols) {
   const T* columns = w + g.br[size_t(b)] + g.nr[size_t(n0)];
-  const float* rows[stream_rows_max];
-  for (int64_t m = 0; m < g.M; ++m) rows[m] = x + g.bl[size_t(b)] + g.ml[size_t(m)];
-  double sum[stream_rows_max][run] = {};
+  const float* rows[M];
+  for (int64_t m = 0; m < M; ++m) rows[m] = x + g.bl[size_t(b)] + g.ml[size_t(m)];
+  double sum[M][run] = {};
   for (int64_t k = 0; k < g.K; ++k) {
     const T* at = columns + g.kr[size_t(k)];
-    double term[run];
-    for (int64_t j = 0; j < run; ++j) term[j] = j < cols ? double(widen_term(at[j])) : 0.0;
-    for (int64_t m = 0; m < g.M; ++m) {
+    double term[run] = {};
+    if (cols == run)
+      for (int64_t j = 0; j < run; ++j) term[j] = double(widen_term(at[j]));
+    else
+      for (int64_t j = 0; j < cols; ++j) term[j] = double(widen_term(at[j]));
+    for (int64_t m = 0; m < M; ++m) {
       const double lhs = double(rows[m][g.kl[size_t(k)]]);
       for (int64_t j = 0; j < run; ++j) sum[m][j] += lhs * term[j];
     }
   }
-  for (int64_t m = 0; m < g.M; ++m)
-    for (int64_t j = 0; j < cols; ++j) y[(b * g.M + m) * g.N + n0 + j] = float(sum[m][j]);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < cols; ++j) y[(b * M + m) * g.N + n0 + j] = float(sum[m][j]);
 }
 
 template <class T>
@@ -328,7 +331,13 @@ void side_by_side(const Gemm& g, const float* x, const T* w, float* y) {
   parallel_for(jobs, double(run) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
       const int64_t b = job / runs, n0 = job % runs * run;
-      side_by_side_run<T, run>(g, x, w, y, b, n0, std::min(run, g.N - n0));
+      const int64_t cols = std::min(run, g.N - n0);
+      switch (g.M) {
+        case 1: side_by_side_run<T, run, 1>(g, x, w, y, b, n0, cols); break;
+        case 2: side_by_side_run<T, run, 2>(g, x, w, y, b, n0, cols); break;
+        case 3: side_by_side_run<T, run, 3>(g, x, w, y, b, n0, cols); break;
+        default: side_by_side_run<T, run, stream_rows_max>(g, x, w, y, b, n0, cols);
+      }
     }
   });
 }

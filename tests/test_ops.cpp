@@ -381,7 +381,7 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   cases.push_back({{9, 5, 8}, {11, 5, 8}, {1}, {1}, {2}, {2}});                 // batch in the middle (q . k per head)
   cases.push_back({{2, 3, 7, 8}, {2, 3, 17, 8}, {0, 1}, {0, 1}, {3}, {3}});     // two batch dimensions
   cases.push_back({{3, 4, 10}, {3, 10, 18}, {0}, {0}, {2}, {1}});              // rhs contracting over rows (probs . v)
-  for (int64_t rows : {1, 2, 4})                                                // ... its columns side by side, few rows
+  for (int64_t rows : {1, 2, 3, 4})                                             // ... its columns side by side, few rows
     for (int64_t cols : {1, 7, 8, 9, 17})
       for (int64_t k : {1, 129}) cases.push_back({{rows, k}, {k, cols}, {}, {}, {1}, {0}});
   cases.push_back({{1, 4, 2, 37}, {37, 4, 8}, {1}, {1}, {3}, {0}});             // probs . v of a decode step, batch strided
