@@ -44,9 +44,13 @@ TensorMap empty_caches(const ModelSpec& spec, int64_t ctx, bool batched) {
 }
 
 // The capacity a cut feeding positions up to `end` (exclusive) runs with when the caches
-// grow: the smallest bucket of 16, 32, 64, ... holding them, at most `ctx`.
+// grow: the smallest bucket of 64, 128, 256, ... holding them, at most `ctx`. Each bucket
+// costs a program (authored, printed, parsed, planned: about 2 ms at stories260K), each
+// step attends to its bucket's every position; starting at 64 rather than 16 saves two
+// programs for what the first 64 steps spend on masked positions (256 stories260K tokens:
+// measured in bench/generate.sh, README.md).
 int64_t bucket_for(int64_t end, int64_t ctx) {
-  int64_t bucket = 16;
+  int64_t bucket = 64;
   while (bucket < end && bucket < ctx) bucket *= 2;
   return std::min(bucket, ctx);
 }

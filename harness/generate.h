@@ -23,7 +23,7 @@ Via parse_via(const std::string& name);  // throws Error listing the choices
 struct GenerateOptions {
   std::vector<int32_t> prompt{1};
   int64_t steps = 16;
-  // Cache capacity. 0: the caches grow through capacities 16, 32, 64, ... up to
+  // Cache capacity. 0: the caches grow through capacities 64, 128, 256, ... up to
   // prompt + steps, a program per capacity; otherwise this one capacity throughout.
   int64_t ctx = 0;
   Via via = Via::automatic;

@@ -18,6 +18,7 @@ namespace {
 struct Split {
   int kept = 0, reduced = 0;
   int64_t reduced_count = 1;  // elements summed into each result element
+  bool trailing = true;       // the reduced dimensions are the operand's last ones
   Index kept_size{}, kept_stride{}, reduced_size{}, reduced_stride{};
 };
 
@@ -31,6 +32,7 @@ Split split_dims(const Shape& shape, const std::vector<int64_t>& reduced) {
       s.reduced_count *= shape[d];
       s.reduced_stride[size_t(s.reduced++)] = strides[d];
     } else {
+      s.trailing = s.trailing && s.reduced == 0;
       s.kept_size[size_t(s.kept)] = shape[d];
       s.kept_stride[size_t(s.kept++)] = strides[d];
     }
@@ -53,6 +55,30 @@ void fold(const Tensor& a, const Split& s, Tensor& out, Acc identity, Combine co
   Odometer kept(s.kept_size.data(), s.kept);
   size_t o = 0;
   if (y.empty()) return;
+  if (s.trailing) {
+    // The same fold without the index walk: when the reduced dimensions are the last
+    // ones, result element o's terms are the reduced_count elements from o * reduced_count
+    // on, in memory in ascending row-major order of the reduced indices, and result
+    // elements follow in row-major order of the kept ones. Four result elements are
+    // folded side by side (each still taking its own terms in order), so that their
+    // chains of additions overlap.
+    const size_t n = size_t(s.reduced_count);
+    constexpr size_t side = 4;
+    for (; o < y.size(); o += side) {
+      const size_t count = std::min(side, y.size() - o);
+      Acc acc[side] = {identity, identity, identity, identity};
+      const T* terms = x.data() + o * n;
+      if (count == side) {
+        for (size_t i = 0; i < n; ++i)
+          for (size_t r = 0; r < side; ++r) acc[r] = combine(acc[r], terms[r * n + i]);
+      } else {
+        for (size_t r = 0; r < count; ++r)
+          for (size_t i = 0; i < n; ++i) acc[r] = combine(acc[r], terms[r * n + i]);
+      }
+      for (size_t r = 0; r < count; ++r) y[o + r] = T(acc[r]);
+    }
+    return;
+  }
   do {
     int64_t base = offset(kept, s.kept_stride);
     Acc acc = identity;
@@ -130,16 +156,18 @@ DotLayout dot_layout(const Operation& op, const Tensor& lhs, const Tensor& rhs, 
 // The offsets of a block of dimensions, in row-major order of their indices, into `out`
 // (whose storage is reused from call to call).
 void offsets_of(const int64_t* sizes, const int64_t* strides, int n, std::vector<int64_t>& out) {
-  int64_t count = 1;
-  for (int i = 0; i < n; ++i) count *= sizes[i];
-  out.clear();
-  if (count == 0) return;
-  Odometer at(sizes, n);
-  do {
-    int64_t o = 0;
-    for (int i = 0; i < n; ++i) o += at.at[size_t(i)] * strides[i];
-    out.push_back(o);
-  } while (at.next());
+  // Dimension by dimension: each offset of the outer dimensions is followed by its steps
+  // along the next one, which is row-major order. Filled in place from the back, so every
+  // entry is read before its place is written.
+  out.assign(1, 0);
+  for (int i = 0; i < n; ++i) {
+    const size_t outer = out.size(), size = size_t(sizes[i]);
+    out.resize(outer * size);
+    for (size_t a = outer; a-- > 0 && size > 0;) {
+      const int64_t base = out[a];
+      for (size_t j = size; j-- > 0;) out[a * size + j] = base + int64_t(j) * strides[i];
+    }
+  }
 }
 
 // The fast kernel's view of a dot_general: a batch of matrix products
@@ -147,6 +175,7 @@ void offsets_of(const int64_t* sizes, const int64_t* strides, int n, std::vector
 struct Gemm {
   std::vector<int64_t> bl, br, ml, nr, kl, kr;
   int64_t kl_step = 0, kr_step = 0;  // the terms' spacing where even (one contracting dimension), else 0
+  bool nr_consecutive = false;       // nr[n] = nr[0] + n: the rhs columns lie side by side
   int64_t batches = 0, M = 0, N = 0, K = 0;
 };
 
@@ -164,6 +193,8 @@ const Gemm& gemm_of(const DotLayout& g) {
   m.K = int64_t(m.kl.size());
   m.kl_step = m.kr_step = 0;
   if (g.contracted == 1) m.kl_step = g.con_l[0], m.kr_step = g.con_r[0];
+  m.nr_consecutive = true;
+  for (int64_t n = 1; n < m.N && m.nr_consecutive; ++n) m.nr_consecutive = m.nr[size_t(n)] == m.nr[0] + n;
   return m;
 }
 
@@ -186,16 +217,14 @@ void pack(const TileKernel& tile, const T* src, const int64_t* base, int valid, 
       for (int i = 0; i < valid; ++i) at[i] = base[i] + koff[0];
       return tile.pack_rows(src, at, valid, lanes, kc, dst);
     }
-  for (int i = 0; i < valid; ++i) {
-    const T* s = src + base[i] + koff[0];
-    if (step > 0) {
-      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(widen_term(s[k * step]));
-    } else {
-      for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = double(widen_term(s[koff[k] - koff[0]]));
-    }
+  // Term by term, so that each term's row of the block is written in one run (and read
+  // in one where the operand's lanes are consecutive, as v's columns are).
+  for (int64_t k = 0; k < kc; ++k) {
+    const int64_t at = step > 0 ? koff[0] + k * step : koff[k];
+    double* row = dst + k * lanes;
+    for (int i = 0; i < valid; ++i) row[i] = double(widen_term(src[base[i] + at]));
+    for (int i = valid; i < lanes; ++i) row[i] = 0.0;
   }
-  for (int i = valid; i < lanes; ++i)
-    for (int64_t k = 0; k < kc; ++k) dst[k * lanes + i] = 0.0;
 }
 
 // Rows [m0, m0 + mc) by columns [n0, n0 + nc) of batch b.
@@ -267,6 +296,52 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
   });
 }
 
+// A few lhs rows against an rhs whose columns lie side by side for every term (probs . v:
+// term k of columns n0, n0 + 1, ... is one run of v's row k), which packing would only
+// copy. For a run of `run` columns the sums of every lhs row are kept side by side, and
+// term k is added to each of them, then term k + 1: every sum takes its terms one at a
+// time in ascending k from +0.0, the product exact in double, as the definition does.
+// Threads take runs of columns, each computing its sums whole.
+template <class T, int64_t run, int64_t M>  // M lhs rows: their sums stay in registers
+void side_by_side_run(const Gemm& g, const float* x, const T* w, float* y, int64_t b, int64_t n0, int64_t cols) {
+  const T* columns = w + g.br[size_t(b)] + g.nr[size_t(n0)];
+  const float* rows[M];
+  for (int64_t m = 0; m < M; ++m) rows[m] = x + g.bl[size_t(b)] + g.ml[size_t(m)];
+  double sum[M][run] = {};
+  for (int64_t k = 0; k < g.K; ++k) {
+    const T* at = columns + g.kr[size_t(k)];
+    double term[run] = {};
+    if (cols == run)
+      for (int64_t j = 0; j < run; ++j) term[j] = double(widen_term(at[j]));
+    else
+      for (int64_t j = 0; j < cols; ++j) term[j] = double(widen_term(at[j]));
+    for (int64_t m = 0; m < M; ++m) {
+      const double lhs = double(rows[m][g.kl[size_t(k)]]);
+      for (int64_t j = 0; j < run; ++j) sum[m][j] += lhs * term[j];
+    }
+  }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < cols; ++j) y[(b * M + m) * g.N + n0 + j] = float(sum[m][j]);
+}
+
+template <class T>
+void side_by_side(const Gemm& g, const float* x, const T* w, float* y) {
+  constexpr int64_t run = 8;
+  const int64_t runs = (g.N + run - 1) / run, jobs = g.batches * runs;
+  parallel_for(jobs, double(run) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      const int64_t b = job / runs, n0 = job % runs * run;
+      const int64_t cols = std::min(run, g.N - n0);
+      switch (g.M) {
+        case 1: side_by_side_run<T, run, 1>(g, x, w, y, b, n0, cols); break;
+        case 2: side_by_side_run<T, run, 2>(g, x, w, y, b, n0, cols); break;
+        case 3: side_by_side_run<T, run, 3>(g, x, w, y, b, n0, cols); break;
+        default: side_by_side_run<T, run, stream_rows_max>(g, x, w, y, b, n0, cols);
+      }
+    }
+  });
+}
+
 // The rhs elements, f32 or the bits of bf16 values (a weight the interpreter hands over
 // as stored rather than converted first); T says which.
 template <class T>
@@ -309,6 +384,7 @@ void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const
   const T* w = rhs_data<T>(rhs);
   float* y = out.as_mut<float>().data();
   if (g.M <= stream_rows_max && g.kr_step == 1) return stream(tile, g, x, w, y);
+  if (g.M <= stream_rows_max && g.nr_consecutive) return side_by_side(g, x, w, y);
   // Jobs: batches x row blocks x column blocks; with threads, columns are cut finer
   // when there would be too few jobs to share.
   const int64_t row_blocks = (g.M + MC - 1) / MC;

@@ -133,7 +133,8 @@ void eval_unary(const Operation& op, Operands in, Tensor& out) {
   using F = float;
   switch (op.kind) {
     case OpKind::negate: return map1<F>(a, out, [](double x) { return -x; });
-    case OpKind::exponential: return map1<F>(a, out, [](double x) { return std::exp(x); });
+    // exp(-inf) is +0 exactly (C Annex F): a masked attention score takes no library call.
+    case OpKind::exponential: return map1<F>(a, out, [](double x) { return x == -INFINITY ? 0.0 : std::exp(x); });
     case OpKind::log: return map1<F>(a, out, [](double x) { return std::log(x); });
     case OpKind::sqrt: return map1<F>(a, out, [](double x) { return std::sqrt(x); });
     case OpKind::rsqrt: return map1<F>(a, out, [](double x) { return 1.0 / std::sqrt(x); });

@@ -1,4 +1,5 @@
 // Each op of the language against values worked out by hand.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "author/builder.h"
 #include "core/half.h"
 #include "reference/contract_tile.h"
+#include "reference/ieee.h"
 #include "reference/kernels.h"
 #include "reference/parallel.h"
 #include "tests/helpers.h"
@@ -249,6 +251,65 @@ TEST(Ops, ReduceAccumulatesInDoubleAndRoundsOnce) {
             (I{INT32_MIN}));
 }
 
+// reduce against its definition written out here, bit for bit, over the layouts the
+// kernel walks differently: reduced dimensions last (folded straight through memory, four
+// result elements side by side, the last group ragged) or not, several of them, every
+// dimension reduced, empty and size-1 dimensions. The definition visits the operand in
+// row-major order and folds each element into its result element, which takes its terms
+// in ascending row-major order of the reduced indices. The values are chosen to show
+// it: +-2^24 cancel exactly, and how many bits of a small term (a random f32 near 2^-8)
+// survive depends on which large ones came before it. (A NaN term: Ops.ReduceAccumulatesInDoubleAndRoundsOnce.)
+TEST(Ops, ReduceHasTheBitsOfItsDefinitionOnEveryLayout) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> dims;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 2, 13}, {3}}, {{7, 9}, {1}},    {{5, 3}, {1}},       {{1, 1}, {1}},       {{3, 0}, {1}},
+      {{0, 5}, {1}},        {{2, 3, 5}, {1, 2}}, {{6, 5}, {0}},    {{4, 6, 5}, {1}},    {{4, 6, 5}, {0, 2}},
+      {{300}, {0}},         {{9, 8}, {0, 1}},   {{5, 1, 7}, {2}},  {{5, 7, 1}, {1, 2}}, {{2, 1, 300}, {2}}};
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> pick(0, 999);
+  std::uniform_real_distribution<float> fraction(1.0f, 2.0f);
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const Case& c = cases[n];
+    Tensor x(TensorType{DType::f32, c.shape});
+    for (float& v : x.as_mut<float>()) {
+      const int p = pick(rng);
+      const float sign = p % 2 ? -1.0f : 1.0f;
+      v = p < 10 ? sign * 0.0f : p < 500 ? sign * 0x1p24f : sign * std::ldexp(fraction(rng), -8);
+    }
+    Shape kept_shape;
+    for (size_t d = 0; d < c.shape.size(); ++d)
+      if (std::find(c.dims.begin(), c.dims.end(), int64_t(d)) == c.dims.end()) kept_shape.push_back(c.shape[d]);
+    // The result element of each operand element, walking the operand in row-major order.
+    std::vector<size_t> result_of;
+    std::vector<int64_t> at(c.shape.size(), 0);
+    for (int64_t i = 0; i < x.elements(); ++i) {
+      size_t r = 0;
+      for (size_t d = 0, k = 0; d < c.shape.size(); ++d)
+        if (std::find(c.dims.begin(), c.dims.end(), int64_t(d)) == c.dims.end()) r = r * size_t(kept_shape[k++]) + size_t(at[d]);
+      result_of.push_back(r);
+      for (size_t d = c.shape.size(); d-- > 0;)
+        if (++at[d] < c.shape[d]) break;
+        else at[d] = 0;
+    }
+    const size_t results = size_t(element_count(kept_shape));
+    for (const char* kind : {"add", "max", "min"}) {
+      const double identity = kind == std::string("add") ? 0.0 : kind == std::string("max") ? -INFINITY : INFINITY;
+      std::vector<double> acc(results, identity);
+      for (size_t i = 0; i < result_of.size(); ++i) {
+        const double v = x.as<float>()[i];
+        double& a = acc[result_of[i]];
+        a = kind == std::string("add") ? a + v : kind == std::string("max") ? ieee_maximum(a, v) : ieee_minimum(a, v);
+      }
+      Tensor want(TensorType{DType::f32, kept_shape});
+      for (size_t r = 0; r < results; ++r) want.as_mut<float>()[r] = float(acc[r]);
+      EXPECT_TRUE(run_op(OpKind::reduce, {x}, {word(kind), ints(c.dims)}).same_bits(want)) << "case " << n << ", " << kind;
+    }
+  }
+}
+
 TEST(Ops, DotGeneralContractsAndBatches) {
   // [2,3] . [2,3] contracting dimension 1 of both: x W^T.
   Tensor x = Tensor::of_f32({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -320,6 +381,11 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   cases.push_back({{9, 5, 8}, {11, 5, 8}, {1}, {1}, {2}, {2}});                 // batch in the middle (q . k per head)
   cases.push_back({{2, 3, 7, 8}, {2, 3, 17, 8}, {0, 1}, {0, 1}, {3}, {3}});     // two batch dimensions
   cases.push_back({{3, 4, 10}, {3, 10, 18}, {0}, {0}, {2}, {1}});              // rhs contracting over rows (probs . v)
+  for (int64_t rows : {1, 2, 3, 4})                                             // ... its columns side by side, few rows
+    for (int64_t cols : {1, 7, 8, 9, 17})
+      for (int64_t k : {1, 129}) cases.push_back({{rows, k}, {k, cols}, {}, {}, {1}, {0}});
+  cases.push_back({{1, 4, 2, 37}, {37, 4, 8}, {1}, {1}, {3}, {0}});             // probs . v of a decode step, batch strided
+  cases.push_back({{2, 0}, {0, 9}, {}, {}, {1}, {0}});                          // no terms: +0.0
   cases.push_back({{4, 6, 5}, {7, 6, 5}, {}, {}, {1, 2}, {1, 2}});             // two contracting dimensions
   cases.push_back({{4, 6, 5}, {5, 7, 6}, {}, {}, {2, 1}, {0, 2}});             // ... listed out of order
   cases.push_back({{300}, {300}, {}, {}, {0}, {0}});                           // a rank-0 result

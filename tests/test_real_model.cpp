@@ -78,14 +78,14 @@ TEST_P(Greedy, ReproducesLlama2cTokensAndLogits) {
 }
 
 // Growing caches (ctx 0) against one static capacity: the same tokens and logits, bit
-// for bit, on every path, across the 16 -> 32 -> 64 buckets and from a prompt that
-// starts past the first bucket's middle.
+// for bit, on every path, across the 64 -> 128 buckets and from a prompt that starts
+// past the first bucket's middle into a last bucket cut short at prompt + steps.
 TEST_P(Greedy, GrowingCachesGiveTheBitsOfOneCapacity) {
   SKIP_WITHOUT_SHARED(shared);
   Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
   ReferenceRunner runner(m.spec, m.weights);
-  for (const std::vector<int32_t>& prompt : {std::vector<int32_t>{1}, std::vector<int32_t>(12, 7)}) {
-    const int64_t steps = 40;
+  for (const std::vector<int32_t>& prompt : {std::vector<int32_t>{1}, std::vector<int32_t>(40, 7)}) {
+    const int64_t steps = 70;
     Generation grown = generate(runner, m.spec, {prompt, steps, 0, GetParam()});
     Generation fixed = generate(runner, m.spec, {prompt, steps, int64_t(prompt.size()) + steps, GetParam()});
     EXPECT_EQ(grown.tokens, fixed.tokens);
