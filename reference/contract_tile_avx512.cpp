@@ -1,4 +1,5 @@
-// The tile kernel for AVX-512F (built with -mavx512f; run only where the CPU has it).
+// The tile kernel for AVX-512F and BW (built with -mavx512f -mavx512bw; run only where
+// the CPU has both).
 // GCC 12's AVX-512 headers start some intrinsics from an undefined vector, which it then
 // reports as maybe uninitialised.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -7,7 +8,6 @@
 
 #include <immintrin.h>
 
-#include "reference/contract_stream_x86.h"
 #include "reference/contract_tile.h"
 
 namespace cutcheck {
@@ -20,8 +20,6 @@ struct Avx512 {
   static void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
   static vec splat(double x) { return _mm512_set1_pd(x); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
-  static vec zero() { return _mm512_setzero_pd(); }
-  static void widen(__m256 c, vec* d) { d[0] = _mm512_cvtps_pd(c); }
 };
 
 }  // namespace
@@ -30,13 +28,114 @@ void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double*
   tile_rows<Avx512>(rows, kc, a, b, c, ldc);
 }
 
-// Sixteen columns: two independent chains of sums per row keep the adds' latency hidden.
+namespace {
+
+// The decode kernel (StreamFn) for AVX-512: 16 columns, two groups of 8, each column's
+// terms read 64 bytes (one cache line: 16 f32 or 32 bf16) at a time. The 8 lines of a
+// group are transposed in two steps: first their 128-bit blocks, so that block t of each
+// of 4 columns sits side by side in one register (a[t]: columns 0..3, b[t]: 4..7); then
+// one two-source permutation per pair of terms gathers [term q of columns 0..7 | term
+// q + 1 of columns 0..7] as 16 f32. For bf16 that permutation also widens: it puts each
+// bf16 value in the top half of a 32-bit lane and zeroes the bottom half, which is the
+// f32 of the same value. Each half is widened to double and added, term after term.
+// Lane j of the sums is column j's, its terms in ascending k, as in the generic kernel.
+template <class T>
+struct Line {
+  static constexpr int terms = 64 / int(sizeof(T));  // per column per step
+  static constexpr int per_block = terms / 4;         // terms in a 128-bit block
+  static constexpr int pairs = per_block / 2;         // permutations per pair of blocks
+};
+
+// The permutation's indices for pair p of a block: output f32 m (m < 8: term 2p, column
+// m; m >= 8: term 2p + 1, column m - 8) comes from a (columns 0..3, lane c = column c) or
+// b (columns 4..7); f32 elements index 32-bit lanes, bf16 ones 16-bit lanes, each bf16
+// into the odd (upper) 16 bits of its f32, the even ones zeroed by the mask.
+template <class T>
+__m512i pair_index(int p) {
+  constexpr int n = Line<T>::per_block;
+  alignas(64) int32_t f32[16];
+  alignas(64) int16_t bf16[32];
+  for (int m = 0; m < 16; ++m) {
+    const int term = 2 * p + m / 8, column = m % 8;
+    const int from = (column < 4 ? 0 : 4 * n) + (column % 4) * n + term;  // a's lanes, then b's
+    f32[m] = from;
+    bf16[2 * m] = 0;
+    bf16[2 * m + 1] = int16_t(from);
+  }
+  return sizeof(T) == 4 ? _mm512_load_si512(f32) : _mm512_load_si512(bf16);
+}
+
+inline __m512 pair_of(__m512i a, __m512i index, __m512i b, float) {
+  return _mm512_permutex2var_ps(_mm512_castsi512_ps(a), index, _mm512_castsi512_ps(b));
+}
+inline __m512 pair_of(__m512i a, __m512i index, __m512i b, uint16_t) {
+  return _mm512_castsi512_ps(_mm512_maskz_permutex2var_epi16(0xaaaaaaaau, a, index, b));
+}
+
+template <int R, class T>
+void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
+  using L = Line<T>;
+  constexpr int width = 16;
+  __m512i index[L::pairs];
+  for (int p = 0; p < L::pairs; ++p) index[p] = pair_index<T>(p);
+  __m512d acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_pd();
+  const int64_t whole = K / L::terms * L::terms;
+  for (int64_t k = 0; k < whole; k += L::terms)
+    for (int g = 0; g < 2; ++g) {
+      __m512i line[8], a[4], b[4];
+      for (int j = 0; j < 8; ++j) line[j] = _mm512_loadu_si512(w[g * 8 + j] + k);
+      // 4 x 4 transposes of 128-bit blocks: columns 0..3 into a, 4..7 into b.
+      for (int h = 0; h < 2; ++h) {
+        const __m512i* c = line + 4 * h;
+        __m512i* t = h == 0 ? a : b;
+        const __m512i lo01 = _mm512_shuffle_i64x2(c[0], c[1], 0x44), hi01 = _mm512_shuffle_i64x2(c[0], c[1], 0xee);
+        const __m512i lo23 = _mm512_shuffle_i64x2(c[2], c[3], 0x44), hi23 = _mm512_shuffle_i64x2(c[2], c[3], 0xee);
+        t[0] = _mm512_shuffle_i64x2(lo01, lo23, 0x88);
+        t[1] = _mm512_shuffle_i64x2(lo01, lo23, 0xdd);
+        t[2] = _mm512_shuffle_i64x2(hi01, hi23, 0x88);
+        t[3] = _mm512_shuffle_i64x2(hi01, hi23, 0xdd);
+      }
+      for (int t = 0; t < 4; ++t)
+        for (int p = 0; p < L::pairs; ++p) {
+          const __m512 f = pair_of(a[t], index[p], b[t], T{});
+          const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+          const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+          const int64_t term = k + t * L::per_block + 2 * p;
+          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i][g]);
+          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i][g]);
+        }
+    }
+  for (int i = 0; i < R; ++i)
+    for (int g = 0; g < 2; ++g) _mm512_storeu_pd(out + i * width + g * 8, acc[i][g]);
+  // The last K mod terms-per-line terms, still in order (a separate multiply and add
+  // round as the fused one does: the product is exact).
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < width; ++j) {
+      double sum = out[i * width + j];
+      for (int64_t k = whole; k < K; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
+      out[i * width + j] = sum;
+    }
+}
+
+template <class T>
+void stream_lines_rows(int rows, int64_t K, const double* x, const T* const* w, double* out) {
+  switch (rows) {
+    case 1: return stream_lines<1>(K, x, w, out);
+    case 2: return stream_lines<2>(K, x, w, out);
+    case 3: return stream_lines<3>(K, x, w, out);
+    default: return stream_lines<4>(K, x, w, out);
+  }
+}
+
+}  // namespace
+
 void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out) {
-  stream_rows<Avx512, 2>(rows, K, x, w, out);
+  stream_lines_rows(rows, K, x, w, out);
 }
 
 void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
-  stream_rows<Avx512, 2>(rows, K, x, w, out);
+  stream_lines_rows(rows, K, x, w, out);
 }
 
 // Eight rows by eight terms at a time: eight loads of 8 f32, widened, then an 8 x 8
