@@ -30,26 +30,29 @@ void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double*
 
 namespace {
 
-// The decode kernel (StreamFn) for AVX-512: 16 columns, two groups of 8, each column's
-// terms read 64 bytes (one cache line: 16 f32 or 32 bf16) at a time. The 8 lines of a
-// group are transposed in two steps: first their 128-bit blocks, so that block t of each
-// of 4 columns sits side by side in one register (a[t]: columns 0..3, b[t]: 4..7); then
-// one two-source permutation per pair of terms gathers [term q of columns 0..7 | term
-// q + 1 of columns 0..7] as 16 f32. For bf16 that permutation also widens: it puts each
-// bf16 value in the top half of a 32-bit lane and zeroes the bottom half, which is the
-// f32 of the same value. Each half is widened to double and added, term after term.
-// Lane j of the sums is column j's, its terms in ascending k, as in the generic kernel.
+// The decode kernel (StreamFn) for AVX-512: 8 columns, each column's terms read a cache
+// line's worth (16 f32 or 32 bf16) at a time, as four 128-bit blocks. The loads do the
+// first step of the transpose: block t of columns 0..3 goes into the four 128-bit lanes
+// of one register, of columns 4..7 into another (a broadcast load merged under a mask,
+// which takes no shuffle). Then one two-source permutation per pair of terms gathers
+// [term q of columns 0..7 | term q + 1 of columns 0..7] as 16 f32; for bf16 the
+// permutation also widens, putting each bf16 value in the upper half of a 32-bit lane
+// and zeroing the lower half, which is the f32 of the same value. Each half is widened
+// to double and added. Lane j of the sums is column j's, its terms in ascending k, as in
+// the generic kernel. Eight columns rather than sixteen: on this machine (Zen 4) sixteen
+// weight rows read side by side came out slower from memory than eight, although they
+// give the adds two independent chains (bench/, decode/reference).
 template <class T>
 struct Line {
   static constexpr int terms = 64 / int(sizeof(T));  // per column per step
   static constexpr int per_block = terms / 4;         // terms in a 128-bit block
-  static constexpr int pairs = per_block / 2;         // permutations per pair of blocks
+  static constexpr int pairs = per_block / 2;         // permutations per block
 };
 
 // The permutation's indices for pair p of a block: output f32 m (m < 8: term 2p, column
-// m; m >= 8: term 2p + 1, column m - 8) comes from a (columns 0..3, lane c = column c) or
-// b (columns 4..7); f32 elements index 32-bit lanes, bf16 ones 16-bit lanes, each bf16
-// into the odd (upper) 16 bits of its f32, the even ones zeroed by the mask.
+// m; m >= 8: term 2p + 1, column m - 8) comes from a (lane c: column c) or b (lane c:
+// column 4 + c). f32 elements index 32-bit lanes, bf16 ones 16-bit lanes, each bf16
+// into the odd (upper) half of its f32, the even ones zeroed by the mask (pair_of).
 template <class T>
 __m512i pair_index(int p) {
   constexpr int n = Line<T>::per_block;
@@ -72,42 +75,44 @@ inline __m512 pair_of(__m512i a, __m512i index, __m512i b, uint16_t) {
   return _mm512_castsi512_ps(_mm512_maskz_permutex2var_epi16(0xaaaaaaaau, a, index, b));
 }
 
+// The 128-bit blocks at term `at` of four columns, one to a lane.
+template <class T>
+__m512i blocks_of(const T* const* column, int64_t at) {
+  auto block = [&](int c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(column[c] + at)); };
+  __m512i v = _mm512_castsi128_si512(block(0));
+  v = _mm512_mask_broadcast_i32x4(v, 0x00f0, block(1));
+  v = _mm512_mask_broadcast_i32x4(v, 0x0f00, block(2));
+  return _mm512_mask_broadcast_i32x4(v, 0xf000, block(3));
+}
+
 template <int R, class T>
 void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
   using L = Line<T>;
-  constexpr int width = 16;
+  constexpr int width = 8;
   __m512i index[L::pairs];
   for (int p = 0; p < L::pairs; ++p) index[p] = pair_index<T>(p);
-  __m512d acc[R][2];
-  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_pd();
+  __m512d acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_pd();
   const int64_t whole = K / L::terms * L::terms;
-  for (int64_t k = 0; k < whole; k += L::terms)
-    for (int g = 0; g < 2; ++g) {
-      __m512i line[8], a[4], b[4];
-      for (int j = 0; j < 8; ++j) line[j] = _mm512_loadu_si512(w[g * 8 + j] + k);
-      // 4 x 4 transposes of 128-bit blocks: columns 0..3 into a, 4..7 into b.
-      for (int h = 0; h < 2; ++h) {
-        const __m512i* c = line + 4 * h;
-        __m512i* t = h == 0 ? a : b;
-        const __m512i lo01 = _mm512_shuffle_i64x2(c[0], c[1], 0x44), hi01 = _mm512_shuffle_i64x2(c[0], c[1], 0xee);
-        const __m512i lo23 = _mm512_shuffle_i64x2(c[2], c[3], 0x44), hi23 = _mm512_shuffle_i64x2(c[2], c[3], 0xee);
-        t[0] = _mm512_shuffle_i64x2(lo01, lo23, 0x88);
-        t[1] = _mm512_shuffle_i64x2(lo01, lo23, 0xdd);
-        t[2] = _mm512_shuffle_i64x2(hi01, hi23, 0x88);
-        t[3] = _mm512_shuffle_i64x2(hi01, hi23, 0xdd);
+  for (int64_t k = 0; k < whole; k += L::terms) {
+    // The lines the next call reads at this step, into L2: a weight row's first lines
+    // would otherwise wait for memory, as the hardware's prefetcher starts afresh on
+    // each page.
+    for (int j = 0; j < width; ++j) _mm_prefetch(reinterpret_cast<const char*>(w[width + j] + k), _MM_HINT_T1);
+    for (int t = 0; t < 4; ++t) {
+      const int64_t at = k + t * L::per_block;
+      const __m512i a = blocks_of(w, at), b = blocks_of(w + 4, at);
+      for (int p = 0; p < L::pairs; ++p) {
+        const __m512 f = pair_of(a, index[p], b, T{});
+        const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+        const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+        const int64_t term = at + 2 * p;
+        for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i]);
+        for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i]);
       }
-      for (int t = 0; t < 4; ++t)
-        for (int p = 0; p < L::pairs; ++p) {
-          const __m512 f = pair_of(a[t], index[p], b[t], T{});
-          const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-          const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
-          const int64_t term = k + t * L::per_block + 2 * p;
-          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i][g]);
-          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i][g]);
-        }
     }
-  for (int i = 0; i < R; ++i)
-    for (int g = 0; g < 2; ++g) _mm512_storeu_pd(out + i * width + g * 8, acc[i][g]);
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_pd(out + i * width, acc[i]);
   // The last K mod terms-per-line terms, still in order (a separate multiply and add
   // round as the fused one does: the product is exact).
   for (int i = 0; i < R; ++i)
