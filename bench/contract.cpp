@@ -97,13 +97,23 @@ void dgemm_layer(benchmark::State& state, const std::string& model, int threads)
                                                  benchmark::Counter::kIsRate);
 }
 
-// Reads 1 GiB once per iteration (integer sums, which the compiler vectorises).
-void read_bandwidth(benchmark::State& state) {
+// Reads 1 GiB once per iteration (integer sums, which the compiler vectorises), split
+// between `threads` threads as a decode step splits its weights: one core's reads may
+// not reach what the memory delivers to two.
+void read_bandwidth(benchmark::State& state, int threads) {
   std::vector<uint64_t> buffer(size_t(1) << 27, 1);
+  KernelThreads scope(threads);
+  const int64_t pieces = 64, piece = int64_t(buffer.size()) / pieces;
   for (auto _ : state) {
-    uint64_t sum = 0;
-    for (uint64_t v : buffer) sum += v;
-    benchmark::DoNotOptimize(sum);
+    std::vector<uint64_t> sums(static_cast<size_t>(pieces));
+    parallel_for(pieces, 1e9, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        uint64_t sum = 0;
+        for (int64_t i = p * piece; i < (p + 1) * piece; ++i) sum += buffer[size_t(i)];
+        sums[size_t(p)] = sum;
+      }
+    });
+    benchmark::DoNotOptimize(sums.data());
   }
   const double bytes = double(buffer.size() * sizeof(uint64_t)) * double(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
@@ -113,7 +123,10 @@ void read_bandwidth(benchmark::State& state) {
 }  // namespace
 
 void register_contractions() {
-  benchmark::RegisterBenchmark("memory/read_bandwidth", read_bandwidth)->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int threads : {1, 2})
+    benchmark::RegisterBenchmark(threads == 1 ? "memory/read_bandwidth" : "memory/read_bandwidth_2_threads", read_bandwidth,
+                                 threads)
+        ->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (std::string model : {"bench512", "llama1b"})
     for (int threads : {1, 2}) {
       const std::string suffix = model + "/threads:" + std::to_string(threads);

@@ -33,9 +33,13 @@ for model in ("stories260K", "bench512", "llama1b"):
     ratio = ref / plain if ref and plain else None
     print(f"| {model} | {fmt(plain)} | {fmt(ref)} | {fmt(ref2)} | {fmt(oracle)} | {fmt(ratio, 2)}x |")
 
-bandwidth = rate("memory/read_bandwidth", "GB/s")
-print(f"\nDecode against reading every weight once at the measured read bandwidth ({fmt(bandwidth)} GB/s, one thread; "
-      "llama1b-bf16 is llama1b with its weights stored in bf16):\n")
+# The bound: every weight read once at the best read bandwidth this machine showed, one
+# thread or two (one core alone may not draw all the memory gives); each decode column is
+# judged against that same bound, and a step is as fast as its best thread count.
+bw1, bw2 = rate("memory/read_bandwidth", "GB/s"), rate("memory/read_bandwidth_2_threads", "GB/s")
+bandwidth = max(b for b in (bw1, bw2, 0) if b is not None) or None
+print(f"\nDecode against reading every weight once at the machine's best measured read bandwidth ({fmt(bandwidth)} GB/s; "
+      f"one thread {fmt(bw1)} GB/s, two {fmt(bw2)} GB/s; llama1b-bf16 is llama1b with its weights stored in bf16):\n")
 print("| model | weights | bound, tokens/s | reference | time / bound | reference, 2 threads | time / bound |")
 print("|---|---|---|---|---|---|---|")
 for model in ("bench512", "llama1b", "llama1b-bf16"):

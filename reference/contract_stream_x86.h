@@ -1,6 +1,7 @@
-// The matrix-vector kernel (StreamFn, contract_tile.h) for x86 vector units, included by
-// the translation units built for AVX2 and for AVX-512 only; everything here has internal
-// linkage, so code built for one set never stands in for the other's.
+// The matrix-vector kernel (StreamFn, contract_tile.h) for AVX2, 8 terms of 8 columns at
+// a time, included by the translation unit built for AVX2 only (AVX-512 has its own,
+// a cache line at a time: contract_tile_avx512.cpp); everything here has internal
+// linkage, so code built for one set never stands in for another's.
 #pragma once
 
 #include <immintrin.h>

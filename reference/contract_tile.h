@@ -28,7 +28,9 @@ constexpr int tile_width_max = 16;
 // from +0.0 in ascending k, in double: x holds the lhs rows already widened, w[j] points
 // at column j's K consecutive terms (a weight row), f32 or bf16 (the bits of a bf16 value,
 // widened exactly as it is loaded). Columns are loaded side by side and transposed in
-// registers, so that each vector lane is one column's sum.
+// registers, so that each vector lane is one column's sum. w[width + j] points at the
+// columns the next call will read (the same ones when there is none): a kernel may
+// prefetch them, and reads nothing else through them.
 constexpr int stream_rows_max = 4;
 constexpr int stream_width_max = 16;
 using StreamFn = void (*)(int rows, int64_t K, const double* x, const float* const* w, double* out);

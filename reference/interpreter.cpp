@@ -44,7 +44,41 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
       steps_.push_back(std::move(step));
     }
   }
-  if (!options_.keep_values) plan_arena();
+  if (!options_.keep_values) {
+    read_bf16_as_stored();
+    plan_arena();
+  }
+}
+
+// A bf16 value converted to f32 only to be a dot_general's rhs (a weight, in authored
+// programs) is handed to the contraction as stored: the kernel widens each element as it
+// reads it, exactly as convert does, so the sums are the same bits and the widened copy
+// is never written. Not with keep_values (value() promises the copy), nor with another
+// kernel table (not known to take a bf16 rhs) or a store (it would see the copy).
+void Executable::read_bf16_as_stored() {
+  if (options_.kernels || options_.store) return;
+  const size_t n = program_.values.size();
+  std::vector<int> readers(n), as_rhs(n);  // per value: how often it is read, and as a dot_general's rhs
+  for (const Step& step : steps_)
+    for (size_t i = 0; i < step.op->operands.size(); ++i) {
+      const size_t v = size_t(step.op->operands[i]);
+      ++readers[v];
+      if (step.op->kind == OpKind::dot_general && i == 1) ++as_rhs[v];
+    }
+  for (const OutputDecl& o : program_.outputs) ++readers[size_t(o.value)];
+  std::vector<bool> dropped(n, false);
+  for (const Step& convert : steps_) {
+    const Operation& op = *convert.op;
+    const size_t wide = size_t(op.result);
+    if (op.kind != OpKind::convert || program_.type(op.operands[0]).dtype != DType::bf16 ||
+        program_.type(op.result).dtype != DType::f32 || readers[wide] != as_rhs[wide])
+      continue;
+    for (Step& step : steps_)
+      if (step.op->kind == OpKind::dot_general && size_t(step.op->operands[1]) == wide)
+        step.operands[1] = convert.operands[0];
+    dropped[wide] = true;
+  }
+  std::erase_if(steps_, [&](const Step& step) { return dropped[size_t(step.op->result)]; });
 }
 
 // Without keep_values: outputs get a new buffer each run (they are handed over), and

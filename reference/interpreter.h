@@ -27,9 +27,10 @@ struct RunOptions {
   // Keep every value until the next run (value() reads them; the error-bound pass needs
   // them). false: intermediates share one arena, each in a place no value alive at the
   // same time uses, so memory holds the weights, the inputs and about the most bytes
-  // alive at once: a bf16 weight widened to f32 exists while its dot_general runs (cutcheck
-  // run, generate). An element-wise op, a reshape or a dynamic_update_slice then writes
-  // its result over an operand that dies at it (docs/numerics.md, "In place").
+  // alive at once (cutcheck run, generate); a bf16 weight converted to f32 only to be a
+  // dot_general's rhs is read by the contraction as stored, never widened as a whole. An
+  // element-wise op, a reshape or a dynamic_update_slice then writes its result over an
+  // operand that dies at it (docs/numerics.md, "In place").
   bool keep_values = true;
 };
 
@@ -45,6 +46,8 @@ class Executable {
   // until the next run (the error-bound pass reads them all); without it only the weights,
   // the inputs (but those run(TensorMap&&) wrote over) and values from nothing are.
   const Tensor& value(ValueId id) const;
+  // Without keep_values: the bytes every run's intermediates share (the arena); 0 with it.
+  uint64_t arena_bytes() const { return arena_.bytes(); }
 
   // Runs the whole program. Throws InputError when an input is missing, unknown,
   // mis-typed, or outside its declared range.
@@ -82,6 +85,7 @@ class Executable {
   };
 
   void finish(Step& step);
+  void read_bf16_as_stored();
   void plan_arena();
   TensorMap run_bound();
   Tensor stored(ValueId v, const Tensor& t) const;  // a leaf as options_.store keeps it

@@ -279,13 +279,19 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
   const double* xs = wide.data();
   const int64_t blocks = (g.N + width - 1) / width, jobs = g.batches * blocks;
   parallel_for(jobs, double(width) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
-    const T* cols[stream_width_max];
+    const T* cols[2 * stream_width_max];  // this job's columns, then the next one's (StreamFn)
     double out[stream_rows_max * stream_width_max];
-    for (int64_t job = begin; job < end; ++job) {
+    auto columns = [&](int64_t job, const T** to) {
       const int64_t b = job / blocks, n0 = job % blocks * width;
       const int valid = int(std::min<int64_t>(width, g.N - n0));
       // Columns past the end repeat the first one; their sums are not stored.
-      for (int j = 0; j < width; ++j) cols[j] = w + g.br[size_t(b)] + g.nr[size_t(n0 + (j < valid ? j : 0))];
+      for (int j = 0; j < width; ++j) to[j] = w + g.br[size_t(b)] + g.nr[size_t(n0 + (j < valid ? j : 0))];
+    };
+    for (int64_t job = begin; job < end; ++job) {
+      const int64_t b = job / blocks, n0 = job % blocks * width;
+      const int valid = int(std::min<int64_t>(width, g.N - n0));
+      columns(job, cols);
+      columns(job + 1 < jobs ? job + 1 : job, cols + width);
       if constexpr (std::is_same_v<T, float>)
         tile.stream(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
       else

@@ -7,8 +7,14 @@
 // shares is never written.
 #include <gmock/gmock.h>
 
+#include <fmt/format.h>
+
+#include <random>
+
 #include "author/author.h"
+#include "author/builder.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "harness/runner.h"
 #include "model/signature.h"
 #include "model/weights.h"
@@ -90,6 +96,55 @@ TEST(Arena, IntermediatesAreNotKept) {
   e.run(random_inputs(program, 1));
   EXPECT_THROW(e.value(*program.find("l0.attn_norm.sq")), Error);
   EXPECT_NO_THROW(e.value(*program.find(weight::wq(0))));
+}
+
+// A bf16 weight converted to f32 only to be a dot_general's rhs is contracted as stored:
+// the same bits as converting it first (the plain path does), on the decode kernel (3
+// rows) and the blocked one (6 rows), and no widened copy in the arena. A converted
+// weight that something else reads too, or that is an output, is still converted.
+TEST(Arena, Bf16WeightsAreContractedAsStored) {
+  const int64_t N = 37, K = 40;
+  auto program_of = [&](bool also_added, bool also_output) {
+    Builder b("bf16_rhs");
+    const ValueId x = b.input("x", {DType::f32, {3, K}}), rows = b.input("rows", {DType::f32, {6, K}});
+    const ValueId wide = b.convert(b.weight("w", {DType::bf16, {N, K}}), DType::f32, "w.f32");
+    b.output("y", b.dot(x, wide, {1}, {1}, "y"));
+    b.output("z", b.dot(rows, wide, {1}, {1}, "z"));
+    if (also_added) b.output("twice", b.binary(OpKind::add, wide, wide, "twice"));
+    if (also_output) b.output("w.f32", wide);
+    return b.finish();
+  };
+  Tensor w(TensorType{DType::bf16, {N, K}});
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+  auto* bits = reinterpret_cast<uint16_t*>(w.raw_mut().data());
+  for (int64_t i = 0; i < N * K; ++i) bits[i] = f32_to_bf16(value(rng));
+  const TensorMap weights{{"w", w}};
+  RunOptions lean;
+  lean.keep_values = false;
+  for (bool also_added : {false, true})
+    for (bool also_output : {false, true}) {
+      SCOPED_TRACE(fmt::format("also added {}, also an output {}", also_added, also_output));
+      const Program program = program_of(also_added, also_output);
+      Executable plain(program, weights), arena(program, weights, lean);
+      // The widened weight, N x K f32, is the one intermediate, where it is made at all.
+      EXPECT_EQ(arena.arena_bytes(), also_added && !also_output ? uint64_t(N * K * 4) : 0u);
+      for (uint64_t seed : {1, 2}) {
+        const TensorMap in = random_inputs(program, seed);
+        expect_same_bits(plain.run(in), arena.run(in));
+      }
+    }
+  // The cuts of a bf16 model, prefill rows past the decode kernel's: the same bits.
+  ModelSpec spec = builtin_spec("tiny");
+  spec.dtype = DType::bf16;
+  const TensorMap model = synthetic_weights(spec, 6);
+  for (const Cut& cut : {Cut::decode(8), Cut::prefill(7, 8), Cut::batch(5, 8), Cut::forward_head()}) {
+    SCOPED_TRACE(cut.str());
+    const Program program = authored_program(cut, spec);
+    Executable plain(program, model), arena(program, model, lean);
+    const TensorMap in = random_inputs(program, 9);
+    expect_same_bits(plain.run(in), arena.run(in));
+  }
 }
 
 }  // namespace

@@ -375,7 +375,8 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   project(200, 40, 64);    // more rows than a block
   project(2, 5, 5000);     // huge k: many blocks of k carried in double
   for (int64_t rows : {1, 3, 4})
-    for (int64_t k : {7, 8, 9, 24, 31}) project(rows, 21, k);  // the stream's k tail, ragged columns
+    for (int64_t k : {7, 8, 9, 15, 16, 17, 24, 31, 33, 47, 64, 65})
+      project(rows, 21, k);  // the stream's k tail (8 terms at a time with AVX2, 16 with AVX-512), ragged columns
   project(1, 1100, 512);   // a decode projection large enough to share between threads
   cases.push_back({{64, 7}, {64, 19}, {}, {}, {0}, {0}});                       // both operands transposed
   cases.push_back({{9, 5, 8}, {11, 5, 8}, {1}, {1}, {2}, {2}});                 // batch in the middle (q . k per head)
@@ -418,6 +419,8 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
   for (int64_t rows : {1, 4, 7})
     for (int64_t cols : {5, 16, 33})
       for (int64_t k : {9, 129}) cases.push_back({{rows, k}, {cols, k}, {}, {}, {1}, {1}});
+  for (int64_t rows : {1, 2, 3, 4})  // the stream's k tail: 32 bf16 terms at a time with AVX-512
+    for (int64_t k : {31, 32, 33, 64, 95}) cases.push_back({{rows, k}, {21, k}, {}, {}, {1}, {1}});
   cases.push_back({{64, 7}, {64, 19}, {}, {}, {0}, {0}});  // the rhs's terms strided
   cases.push_back({{1, 64}, {64, 19}, {}, {}, {1}, {0}});  // and one row
   std::mt19937 rng(19);
@@ -429,8 +432,11 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
     Tensor stored(TensorType{DType::bf16, c.rhs}), widened(TensorType{DType::f32, c.rhs});
     const Tensor values = order_revealing_values(c.rhs, rng);
     auto* bits = reinterpret_cast<uint16_t*>(stored.raw_mut().data());
+    // Now and then a value whose widening is easy to get wrong: a subnormal, -0, an
+    // infinity (a whole column's sum then infinite or NaN).
+    const uint16_t special[] = {0x0001, 0x807f, 0x8000, 0x7f80, 0xff80};
     for (size_t i = 0; i < size_t(values.elements()); ++i) {
-      bits[i] = f32_to_bf16(values.as<float>()[i]);
+      bits[i] = rng() % 50 == 0 ? special[rng() % 5] : f32_to_bf16(values.as<float>()[i]);
       widened.as_mut<float>()[i] = bf16_to_f32(bits[i]);
     }
     const Tensor* wide_operands[] = {&lhs, &widened};
