@@ -1,6 +1,7 @@
-// The matrix-vector kernel (StreamFn, contract_tile.h) for AVX2, 8 terms of 8 columns at
-// a time, included by the translation unit built for AVX2 only (AVX-512 has its own,
-// a cache line at a time: contract_tile_avx512.cpp); everything here has internal
+// A matrix-vector kernel (StreamFn, contract_tile.h) for x86 vector units, 8 terms of 8
+// columns at a time transposed in registers: AVX2's, and AVX-512's for weights in cache
+// (AVX-512's from memory reads a cache line at a time: contract_tile_avx512.cpp).
+// Included by the translation units built for those sets; everything here has internal
 // linkage, so code built for one set never stands in for another's.
 #pragma once
 

@@ -42,14 +42,23 @@ using TileFn = void (*)(int rows, int64_t kc, const double* a, const double* b, 
 // dst[k * lanes + i]; zero for i from valid to lanes. (A transpose: the rows' terms are
 // consecutive in memory, the packed block has each term's rows side by side.)
 using PackFn = void (*)(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst);
+// A matrix-vector kernel for f32 and for bf16 weights, `width` output columns per call.
+struct StreamKernel {
+  int width;
+  StreamFn f32;
+  StreamBf16Fn bf16;
+};
 struct TileKernel {
   const char* isa;
   int width;  // output columns per tile
   TileFn run;
   PackFn pack_rows;
-  int stream_width;  // output columns per call of stream
-  StreamFn stream;
-  StreamBf16Fn stream_bf16;
+  // A decode step's weights come from memory on a large model and from cache on a small
+  // one (stories260K's are 1 MB): a kernel that keeps the memory busy (few columns per
+  // call, prefetching) is latency-bound on cached weights, where more columns' sums in
+  // flight pay. Weights of at most `cache_bytes` per batch take `from_cache`.
+  StreamKernel from_memory, from_cache;
+  int64_t cache_bytes;
 };
 
 // The packing of consecutive terms in plain loops (contract_tile_generic.cpp).
@@ -71,6 +80,8 @@ void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, 
 void stream_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 void stream_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
+void stream_cached_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out);
+void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 
 // A bf16 value's bits widened to f32 (exact: bf16 is the top half of an f32). Here rather
 // than core/half.h's, so that no inline function with external linkage is built for a

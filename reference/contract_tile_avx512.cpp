@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include "reference/contract_stream_x86.h"
 #include "reference/contract_tile.h"
 
 namespace cutcheck {
@@ -20,6 +21,8 @@ struct Avx512 {
   static void store(double* p, vec v) { _mm512_storeu_pd(p, v); }
   static vec splat(double x) { return _mm512_set1_pd(x); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_pd(a, b, c); }
+  static vec zero() { return _mm512_setzero_pd(); }
+  static void widen(__m256 c, vec* d) { d[0] = _mm512_cvtps_pd(c); }
 };
 
 }  // namespace
@@ -141,6 +144,16 @@ void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, 
 
 void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
   stream_lines_rows(rows, K, x, w, out);
+}
+
+// Weights in cache: 16 columns, 8 terms of each transposed in registers
+// (contract_stream_x86.h), two independent chains of sums per row to hide the adds' latency.
+void stream_cached_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out) {
+  stream_rows<Avx512, 2>(rows, K, x, w, out);
+}
+
+void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
+  stream_rows<Avx512, 2>(rows, K, x, w, out);
 }
 
 // Eight rows by eight terms at a time: eight loads of 8 f32, widened, then an 8 x 8

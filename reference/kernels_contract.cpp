@@ -267,7 +267,9 @@ void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const T* w,
 // weight read once, `width` columns per call of the kernel; threads take runs of columns.
 template <class T>
 void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
-  const int width = tile.stream_width;
+  const bool cached = double(g.N) * double(g.K) * double(sizeof(T)) <= double(tile.cache_bytes);
+  const StreamKernel& kernel = cached ? tile.from_cache : tile.from_memory;
+  const int width = kernel.width;
   thread_local std::vector<double> wide;
   wide.resize(size_t(g.batches * g.M * g.K));
   for (int64_t b = 0; b < g.batches; ++b)
@@ -293,9 +295,9 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
       columns(job, cols);
       columns(job + 1 < jobs ? job + 1 : job, cols + width);
       if constexpr (std::is_same_v<T, float>)
-        tile.stream(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
+        kernel.f32(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
       else
-        tile.stream_bf16(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
+        kernel.bf16(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
       for (int64_t m = 0; m < g.M; ++m)
         for (int j = 0; j < valid; ++j) y[(b * g.M + m) * g.N + n0 + j] = float(out[m * width + j]);
     }

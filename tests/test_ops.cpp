@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -365,6 +366,25 @@ Tensor order_revealing_values(const Shape& shape, std::mt19937& rng) {
   return t;
 }
 
+// Every kernel this machine runs, each twice: its decode path always reading the weights
+// as from memory, and always as from cache (which one a contraction takes depends on the
+// weights' size, and the test shapes are small).
+struct KernelPath {
+  TileKernel kernel;
+  std::string name;
+};
+std::vector<KernelPath> every_kernel_path() {
+  std::vector<KernelPath> paths;
+  for (int i = 0; i < tile_kernel_count(); ++i) {
+    TileKernel memory = tile_kernel(i), cache = tile_kernel(i);
+    memory.cache_bytes = 0;
+    cache.cache_bytes = std::numeric_limits<int64_t>::max();
+    paths.push_back({memory, std::string(memory.isa) + " (weights from memory)"});
+    paths.push_back({cache, std::string(cache.isa) + " (weights from cache)"});
+  }
+  return paths;
+}
+
 TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   std::vector<DotCase> cases;
   auto project = [&](int64_t rows, int64_t cols, int64_t k) { cases.push_back({{rows, k}, {cols, k}, {}, {}, {1}, {1}}); };
@@ -400,13 +420,12 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
     const Tensor* operands[] = {&lhs, &rhs};
     Tensor want(program.type(op.result));
     dot_general_naive(op, operands, want);
-    for (int i = 0; i < tile_kernel_count(); ++i)
+    for (const KernelPath& path : every_kernel_path())
       for (int threads : {1, 2, 3}) {
         KernelThreads scope(threads);
         Tensor got(program.type(op.result));
-        dot_general_tiled(tile_kernel(i), op, operands, got);
-        EXPECT_TRUE(got.same_bits(want)) << "case " << n << " with " << tile_kernel(i).isa << ", "
-                                         << threads << " threads";
+        dot_general_tiled(path.kernel, op, operands, got);
+        EXPECT_TRUE(got.same_bits(want)) << "case " << n << " with " << path.name << ", " << threads << " threads";
       }
   }
 }
@@ -445,13 +464,12 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
     dot_general_naive(op, wide_operands, want);
     dot_general_naive(op, stored_operands, got);
     EXPECT_TRUE(got.same_bits(want)) << "case " << n << ", naive";
-    for (int i = 0; i < tile_kernel_count(); ++i)
+    for (const KernelPath& path : every_kernel_path())
       for (int threads : {1, 2}) {
         KernelThreads scope(threads);
         Tensor tiled(program.type(op.result));
-        dot_general_tiled(tile_kernel(i), op, stored_operands, tiled);
-        EXPECT_TRUE(tiled.same_bits(want)) << "case " << n << " with " << tile_kernel(i).isa << ", " << threads
-                                           << " threads";
+        dot_general_tiled(path.kernel, op, stored_operands, tiled);
+        EXPECT_TRUE(tiled.same_bits(want)) << "case " << n << " with " << path.name << ", " << threads << " threads";
       }
   }
 }
