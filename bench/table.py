@@ -64,7 +64,7 @@ for model in ("bench512", "llama1b"):
 if whole:
     print(f"\n`cutcheck generate` of 256 stories260K tokens as a whole process: {whole['reference_s']:.3f} s; "
           f"the plain C loops (bench/plain_generate.cpp): {whole['plain_s']:.3f} s; speed relative to the plain "
-          f"loops {whole['plain_s'] / whole['reference_s']:.2f}x; same tokens: {whole['same_tokens']} (medians of 5 "
+          f"loops {whole['plain_s'] / whole['reference_s']:.2f}x; same tokens: {whole['same_tokens']} (medians of 11 "
           f"alternating runs)")
 
 print("\nPrefill, tokens per second (rows from position 0, ctx = rows):\n")

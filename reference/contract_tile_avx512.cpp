@@ -88,34 +88,42 @@ __m512i blocks_of(const T* const* column, int64_t at) {
   return _mm512_mask_broadcast_i32x4(v, 0xf000, block(3));
 }
 
-template <int R, class T>
+// G groups of 8 columns; with `prefetch`, the next call's lines are fetched into L2 as
+// this call goes.
+template <int R, int G, bool prefetch, class T>
 void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
   using L = Line<T>;
-  constexpr int width = 8;
+  constexpr int width = 8 * G;
   __m512i index[L::pairs];
   for (int p = 0; p < L::pairs; ++p) index[p] = pair_index<T>(p);
-  __m512d acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_pd();
+  __m512d acc[R][G];
+  for (int i = 0; i < R; ++i)
+    for (int g = 0; g < G; ++g) acc[i][g] = _mm512_setzero_pd();
   const int64_t whole = K / L::terms * L::terms;
   for (int64_t k = 0; k < whole; k += L::terms) {
     // The lines the next call reads at this step, into L2: a weight row's first lines
     // would otherwise wait for memory, as the hardware's prefetcher starts afresh on
     // each page.
-    for (int j = 0; j < width; ++j) _mm_prefetch(reinterpret_cast<const char*>(w[width + j] + k), _MM_HINT_T1);
+    if constexpr (prefetch)
+      for (int j = 0; j < width; ++j) _mm_prefetch(reinterpret_cast<const char*>(w[width + j] + k), _MM_HINT_T1);
     for (int t = 0; t < 4; ++t) {
       const int64_t at = k + t * L::per_block;
-      const __m512i a = blocks_of(w, at), b = blocks_of(w + 4, at);
+      __m512i a[G], b[G];
+      for (int g = 0; g < G; ++g) a[g] = blocks_of(w + 8 * g, at), b[g] = blocks_of(w + 8 * g + 4, at);
       for (int p = 0; p < L::pairs; ++p) {
-        const __m512 f = pair_of(a, index[p], b, T{});
-        const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-        const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
         const int64_t term = at + 2 * p;
-        for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i]);
-        for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i]);
+        for (int g = 0; g < G; ++g) {
+          const __m512 f = pair_of(a[g], index[p], b[g], T{});
+          const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+          const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i][g]);
+          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i][g]);
+        }
       }
     }
   }
-  for (int i = 0; i < R; ++i) _mm512_storeu_pd(out + i * width, acc[i]);
+  for (int i = 0; i < R; ++i)
+    for (int g = 0; g < G; ++g) _mm512_storeu_pd(out + i * width + 8 * g, acc[i][g]);
   // The last K mod terms-per-line terms, still in order (a separate multiply and add
   // round as the fused one does: the product is exact).
   for (int i = 0; i < R; ++i)
@@ -126,34 +134,42 @@ void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
     }
 }
 
-template <class T>
+template <int G, bool prefetch, class T>
 void stream_lines_rows(int rows, int64_t K, const double* x, const T* const* w, double* out) {
   switch (rows) {
-    case 1: return stream_lines<1>(K, x, w, out);
-    case 2: return stream_lines<2>(K, x, w, out);
-    case 3: return stream_lines<3>(K, x, w, out);
-    default: return stream_lines<4>(K, x, w, out);
+    case 1: return stream_lines<1, G, prefetch>(K, x, w, out);
+    case 2: return stream_lines<2, G, prefetch>(K, x, w, out);
+    case 3: return stream_lines<3, G, prefetch>(K, x, w, out);
+    default: return stream_lines<4, G, prefetch>(K, x, w, out);
   }
+}
+
+// Weights in cache: 16 columns, two independent chains of sums per row to hide the adds'
+// latency, nothing prefetched. Below a line of terms per column (head_dim 8 scores), 8
+// terms at a time transposed in registers (contract_stream_x86.h) rather than all of
+// them in the scalar tail.
+template <class T>
+void stream_cached(int rows, int64_t K, const double* x, const T* const* w, double* out) {
+  if (K >= Line<T>::terms) return stream_lines_rows<2, false>(rows, K, x, w, out);
+  stream_rows<Avx512, 2>(rows, K, x, w, out);
 }
 
 }  // namespace
 
 void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out) {
-  stream_lines_rows(rows, K, x, w, out);
+  stream_lines_rows<1, true>(rows, K, x, w, out);
 }
 
 void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
-  stream_lines_rows(rows, K, x, w, out);
+  stream_lines_rows<1, true>(rows, K, x, w, out);
 }
 
-// Weights in cache: 16 columns, 8 terms of each transposed in registers
-// (contract_stream_x86.h), two independent chains of sums per row to hide the adds' latency.
 void stream_cached_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out) {
-  stream_rows<Avx512, 2>(rows, K, x, w, out);
+  stream_cached(rows, K, x, w, out);
 }
 
 void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out) {
-  stream_rows<Avx512, 2>(rows, K, x, w, out);
+  stream_cached(rows, K, x, w, out);
 }
 
 // Eight rows by eight terms at a time: eight loads of 8 f32, widened, then an 8 x 8
