@@ -12,8 +12,10 @@ cmake --build --preset release --target cutcheck cutcheck_bench cutcheck_peak_me
 bin=$root/build/release/bench
 for model in bench512 llama1b llama1b-bf16; do "$bin/cutcheck_peak_memory" --prepare "$model"; done
 out=$(mktemp -d)
+# Three repetitions of each, the table takes their medians: one run on this machine (a
+# virtual one) moves by up to 10%.
 "$bin/cutcheck_bench" --benchmark_format=json --benchmark_out="$out/bench.json" --benchmark_out_format=json \
-  "$@" >/dev/null
+  --benchmark_repetitions=3 "$@" >/dev/null
 for model in stories260K bench512 llama1b llama1b-bf16; do "$bin/cutcheck_peak_memory" "$model" 256 4 >>"$out/peak.jsonl"; done
 checkpoint=$root/../shared/models/stories260K.bin
 [ -f "$checkpoint" ] && bash "$root/bench/generate.sh" "$root/build/release" "$checkpoint" >"$out/generate.json"

@@ -12,12 +12,16 @@ for b in runs:
 
 def rate(name, counter="tokens/s"):
     """The counter of the benchmark called `name` (fixed-iteration runs add /iterations:N,
-    wall-clock ones /real_time)."""
+    wall-clock ones /real_time): the median of its repetitions where it was repeated."""
+    found = None
     for b in runs:
-        base = b["name"].removesuffix("/real_time")
-        if (base == name or base.startswith(name + "/iterations:")) and not b.get("error_occurred"):
-            return b.get(counter)
-    return None
+        if b.get("error_occurred") or b.get("aggregate_name", "median") != "median":
+            continue
+        base = b.get("run_name", b["name"]).removesuffix("/real_time")
+        if base == name or base.startswith(name + "/iterations:"):
+            if b.get("run_type") == "aggregate" or found is None:
+                found = b.get(counter)
+    return found
 
 
 def fmt(v, digits=3):
