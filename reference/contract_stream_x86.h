@@ -63,14 +63,7 @@ void stream_of(int64_t K, const double* x, const T* const* w, double* out) {
     }
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < G * W; ++v) V::store(out + i * width + v * V::lanes, acc[i][v]);
-  // The last K % 8 terms, still in order; the product is exact, so a separate multiply
-  // and add round as the fused one does.
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < width; ++j) {
-      double sum = out[i * width + j];
-      for (int64_t k = k8; k < K; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
-      out[i * width + j] = sum;
-    }
+  stream_tail(R, width, k8, K, x, w, out);  // the last K % 8 terms
 }
 
 template <class V, int G, class T>

@@ -94,6 +94,21 @@ static inline float widen_term(uint16_t bits) {
   return f;
 }
 
+// A decode kernel's last terms, those short of a whole vector step: each of the `rows` x
+// `width` sums in out, taken over terms [0, from) so far, goes on over [from, K) in order,
+// in scalar code. The product is exact, so a separate multiply and add round as the fused
+// one does. Static, as widen_term is, so each instruction set's kernel has its own copy.
+template <class T>
+static inline void stream_tail(int rows, int width, int64_t from, int64_t K, const double* x, const T* const* w,
+                               double* out) {
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < width; ++j) {
+      double sum = out[i * width + j];
+      for (int64_t k = from; k < K; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
+      out[i * width + j] = sum;
+    }
+}
+
 // V: vec (a vector of `lanes` doubles), load, store, splat, fma(a, b, c) = a * b + c.
 template <class V, int R>
 inline void tile_of(int64_t kc, const double* a, const double* b, double* c, int64_t ldc) {

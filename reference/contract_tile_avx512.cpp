@@ -124,14 +124,7 @@ void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
   }
   for (int i = 0; i < R; ++i)
     for (int g = 0; g < G; ++g) _mm512_storeu_pd(out + i * width + 8 * g, acc[i][g]);
-  // The last K mod terms-per-line terms, still in order (a separate multiply and add
-  // round as the fused one does: the product is exact).
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < width; ++j) {
-      double sum = out[i * width + j];
-      for (int64_t k = whole; k < K; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
-      out[i * width + j] = sum;
-    }
+  stream_tail(R, width, whole, K, x, w, out);  // the last K mod terms-per-line terms
 }
 
 template <int G, bool prefetch, class T>
