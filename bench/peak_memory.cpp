@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   const std::string model = argv[arg];
   const int64_t ctx = argc > arg + 1 ? std::stoll(argv[arg + 1]) : 256;
   const int steps = argc > arg + 2 ? std::stoi(argv[arg + 2]) : 4;
-  const bench::Workload& w = bench::workload(model);  // writes the weights the first time
+  const bench::Workload& w = bench::workload(model, bench::Placement::mapped);  // writes the weights the first time
   if (prepare) return 0;
 
   const Cut cut = Cut::decode(ctx);

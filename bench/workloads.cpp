@@ -28,9 +28,9 @@ void touch(const TensorMap& weights) {
 
 }  // namespace
 
-const Workload& workload(const std::string& name) {
-  static std::map<std::string, Workload> loaded;
-  auto it = loaded.find(name);
+const Workload& workload(const std::string& name, Placement placement) {
+  static std::map<std::pair<std::string, Placement>, Workload> loaded;
+  auto it = loaded.find({name, placement});
   if (it != loaded.end()) return it->second;
   Workload w;
   fs::path checkpoint = fs::path(CUTCHECK_SHARED_DIR) / "models" / "stories260K.bin";
@@ -46,9 +46,12 @@ const Workload& workload(const std::string& name) {
     fs::path dir = fs::path(data ? data : "bench-data") / name;
     if (!fs::exists(weights_file(dir))) write_synthetic_weights(dir, w.spec, 1);
     w.weights = read_weights(dir, w.spec);  // mapped, not copied
-    touch(w.weights);
+    if (placement == Placement::owned)
+      for (auto& [tensor_name, t] : w.weights) t = t.clone();
+    else
+      touch(w.weights);
   }
-  return loaded.emplace(name, std::move(w)).first->second;
+  return loaded.emplace(std::pair{name, placement}, std::move(w)).first->second;
 }
 
 }  // namespace cutcheck::bench
