@@ -18,6 +18,9 @@ namespace {
 thread_local int current_threads = 1;
 // Multiply-adds: below this, handing a piece to a worker costs more than it saves.
 constexpr double min_work_per_thread = 5e4;
+// Chunks a job is cut into per thread taking part: enough that a slower thread's share
+// can shrink, few enough that taking one (an atomic add) costs nothing beside it.
+constexpr int64_t chunks_per_thread = 8;
 
 // How long a worker that has finished its piece, or a caller waiting for the workers,
 // keeps polling before it sleeps. Consecutive contractions (a layer's projections, a
@@ -40,49 +43,63 @@ bool spin_until(Ready ready) {
 }
 
 // Workers started on first use and kept for the life of the process; each parallel_for
-// hands its pieces to them and waits. One parallel_for at a time uses the pool: a caller
+// hands its chunks to them and waits. One parallel_for at a time uses the pool: a caller
 // that finds it busy (another thread's run, or a kernel called from inside a piece) runs
 // its pieces itself, which gives the same bits.
+//
+// The range is cut into more chunks than threads, and each thread, the caller among
+// them, takes the next chunk left until none is: a thread that runs slower (on a virtual
+// machine one vCPU streamed weights 1.6x slower than the other, its core shared with
+// another guest) takes fewer chunks instead of holding up the rest with an equal share.
 class Pool {
  public:
-  // Runs fn over `pieces` pieces of [0, count) unless the pool is busy; false then.
-  bool run(int64_t count, int64_t pieces, const std::function<void(int64_t, int64_t)>& fn) {
+  // Runs fn over `chunks` chunks of [0, count) on up to `threads` threads unless the pool
+  // is busy; false then.
+  bool run(int64_t count, int64_t threads, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn) {
     // A child forked after the workers started has none of them.
     if (getpid() != owner_) return false;
     std::unique_lock busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
     {
       std::lock_guard lock(m_);
-      while (int64_t(workers_.size()) < pieces - 1) workers_.emplace_back([this, i = workers_.size()] { work(i); });
+      while (int64_t(workers_.size()) < threads - 1) workers_.emplace_back([this, i = workers_.size()] { work(i); });
       fn_ = &fn;
       count_ = count;
-      pieces_ = pieces;
-      pending_.store(pieces - 1);
+      chunks_ = chunks;
+      threads_ = threads;
+      next_.store(0);
+      pending_.store(threads - 1);
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    std::exception_ptr failed;
-    try {
-      fn(0, count / pieces);
-    } catch (...) {
-      failed = std::current_exception();  // rethrown once the workers are done with fn
-    }
+    take_chunks();
     if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock lock(m_);
       done_.wait(lock, [&] { return pending_.load() == 0; });
     }
     std::lock_guard lock(m_);
     fn_ = nullptr;
-    if (!failed) failed = std::exchange(failed_, nullptr);
-    failed_ = nullptr;
-    if (failed) std::rethrow_exception(failed);
+    if (std::exception_ptr failed = std::exchange(failed_, nullptr)) std::rethrow_exception(failed);
     return true;
   }
 
  private:
-  // Worker i takes piece i + 1 of every job with that many pieces.
+  // Runs chunks until none is left. After a chunk throws no further chunk starts; the
+  // first exception is kept for the caller to rethrow.
+  void take_chunks() {
+    for (int64_t c = next_.fetch_add(1); c < chunks_; c = next_.fetch_add(1)) {
+      try {
+        (*fn_)(count_ * c / chunks_, count_ * (c + 1) / chunks_);
+      } catch (...) {
+        next_.store(chunks_);
+        std::lock_guard lock(m_);
+        if (!failed_) failed_ = std::current_exception();
+      }
+    }
+  }
+
+  // Worker i joins every job run on more than i + 1 threads.
   void work(size_t i) {
-    const int64_t piece = int64_t(i) + 1;
     uint64_t seen = 0;
     for (;;) {
       const auto next = [&] { return generation_.load(std::memory_order_acquire) != seen; };
@@ -90,24 +107,14 @@ class Pool {
         std::unique_lock lock(m_);
         wake_.wait(lock, next);
       }
-      const std::function<void(int64_t, int64_t)>* fn;
-      int64_t count, pieces;
+      int64_t threads;
       {
         std::lock_guard lock(m_);
         seen = generation_.load();
-        fn = fn_, count = count_, pieces = pieces_;
+        threads = threads_;
       }
-      if (piece >= pieces) continue;
-      std::exception_ptr failed;
-      try {
-        (*fn)(count * piece / pieces, count * (piece + 1) / pieces);
-      } catch (...) {
-        failed = std::current_exception();
-      }
-      if (failed) {
-        std::lock_guard lock(m_);
-        if (!failed_) failed_ = failed;
-      }
+      if (int64_t(i) + 1 >= threads) continue;
+      take_chunks();
       if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard lock(m_);  // the caller is polling, or waiting with m_ released
         done_.notify_one();
@@ -117,13 +124,16 @@ class Pool {
 
   const pid_t owner_ = getpid();
   std::mutex busy_;  // held by the parallel_for using the pool
-  std::mutex m_;     // guards fn_, count_, pieces_, failed_ and the waits
+  std::mutex m_;     // guards failed_, the job's fields as they are set, and the waits
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
+  // fn_, count_, chunks_ and threads_ are written under m_ before a job's generation is
+  // published and read after it is seen; they stay put until every worker is done.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t count_ = 0, pieces_ = 0;
-  std::atomic<int64_t> pending_ = 0;      // pieces the workers have still to finish
-  std::exception_ptr failed_;             // the first a worker's piece threw
+  int64_t count_ = 0, chunks_ = 0, threads_ = 0;
+  std::atomic<int64_t> next_ = 0;         // the next chunk to take
+  std::atomic<int64_t> pending_ = 0;      // workers still taking chunks
+  std::exception_ptr failed_;             // the first exception a chunk threw
   std::atomic<uint64_t> generation_ = 0;  // one more for every job handed out
 };
 
@@ -153,7 +163,7 @@ int64_t pieces_for(int64_t count, double cost_each) {
 void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t pieces = pieces_for(count, cost_each);
   if (pieces <= 1) return fn(0, count);
-  if (pool().run(count, pieces, fn)) return;
+  if (pool().run(count, pieces, std::min(count, chunks_per_thread * pieces), fn)) return;
   // The pool is taken: the same pieces in turn on this thread.
   for (int64_t p = 0; p < pieces; ++p) fn(count * p / pieces, count * (p + 1) / pieces);
 }

@@ -20,12 +20,14 @@ class KernelThreads {  // sets kernel_threads() for a scope
   int saved_;
 };
 
-// Calls fn(begin, end) over [0, count) in up to kernel_threads() pieces, on this thread
-// alone when the work (count * cost_each) is too small to be worth a thread. The pieces
-// run on workers started once and kept (a process-wide pool); when another parallel_for
-// holds the pool (a second thread's run, or a call from inside a piece) the pieces run in
-// turn on the calling thread. Where each piece runs never changes what it computes. An
-// exception from a piece is rethrown here once every piece has finished.
+// Calls fn(begin, end) over consecutive pieces of [0, count), together covering it once,
+// on up to kernel_threads() threads; on this thread alone when the work (count *
+// cost_each) is too small to be worth a thread. The pieces run on this thread and on
+// workers started once and kept (a process-wide pool), each thread taking the next piece
+// left, so a slower thread runs fewer; when another parallel_for holds the pool (a second
+// thread's run, or a call from inside a piece) the pieces run in turn on the calling
+// thread. Where each piece runs never changes what it computes. An exception from a piece
+// is rethrown here once the pieces under way have finished; no piece starts after it.
 void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace cutcheck

@@ -480,12 +480,15 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
 // poll for a while after a piece and then sleep: calls come both back to back and after
 // the workers have gone to sleep.
 TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
-  auto covered = [](int64_t count) {
+  // The threads that ran pieces; each piece of the first `slow` indices sleeps, so that
+  // the other threads wake and take the rest meanwhile.
+  auto covered = [](int64_t count, int64_t slow = 0) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
     std::mutex m;
     std::set<std::thread::id> ran_on;
     parallel_for(count, 1e9, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) ++hits[size_t(i)];
+      if (begin < slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       std::lock_guard lock(m);
       ran_on.insert(std::this_thread::get_id());
     });
@@ -494,15 +497,15 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
   };
   for (int threads : {1, 2, 3, 5}) {
     KernelThreads scope(threads);
-    for (int64_t count : {0, 1, 2, 3, 7, 1000}) covered(count);
+    for (int64_t count : {0, 1, 2, 3, 7, 1000}) EXPECT_LE(covered(count).size(), size_t(threads));
   }
   KernelThreads scope(3);
-  const std::set<std::thread::id> first = covered(3), second = covered(3);
+  const std::set<std::thread::id> first = covered(3, 3), second = covered(3, 3);
   EXPECT_EQ(first.size(), 3u);
   EXPECT_EQ(first, second);  // the same workers, not new threads
   EXPECT_EQ(first.count(std::this_thread::get_id()), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the workers' polling
-  EXPECT_EQ(covered(3), first);
+  EXPECT_EQ(covered(3, 3), first);
 
   std::atomic<int64_t> inner{0};
   parallel_for(4, 1e9, [&](int64_t begin, int64_t end) {
@@ -527,7 +530,22 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
                                 if (begin == thrower) throw std::runtime_error("piece");
                               }),
                  std::runtime_error);
-  EXPECT_EQ(covered(3), first);  // and the pool still works
+  EXPECT_EQ(covered(3, 3), first);  // and the pool still works
+}
+
+// A thread held up in one piece does not hold up the rest: the others take the pieces
+// left. Index 0's piece sleeps; the thread that runs it runs almost nothing else (an
+// equal share per thread would leave it half of the indices).
+TEST(Ops, ParallelForGivesASlowThreadFewerPieces) {
+  KernelThreads scope(2);
+  const int64_t count = 1000;
+  std::vector<std::thread::id> ran_by(static_cast<size_t>(count));
+  parallel_for(count, 1e9, [&](int64_t begin, int64_t end) {
+    if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int64_t i = begin; i < end; ++i) ran_by[size_t(i)] = std::this_thread::get_id();
+  });
+  const int64_t by_slow = std::count(ran_by.begin(), ran_by.end(), ran_by[0]);
+  EXPECT_LT(by_slow, count / 4) << "the thread held up in index 0's piece ran " << by_slow << " of " << count;
 }
 
 TEST(Ops, TypeRulesRefuseMismatches) {
