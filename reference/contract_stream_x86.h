@@ -63,7 +63,7 @@ void stream_of(int64_t K, const double* x, const T* const* w, double* out) {
     }
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < G * W; ++v) V::store(out + i * width + v * V::lanes, acc[i][v]);
-  stream_tail(R, width, k8, K, x, w, out);  // the last K % 8 terms
+  stream_terms(R, width, k8, K, K, x, w, out);  // the last K % 8 terms
 }
 
 template <class V, int G, class T>

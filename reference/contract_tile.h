@@ -94,17 +94,18 @@ static inline float widen_term(uint16_t bits) {
   return f;
 }
 
-// A decode kernel's last terms, those short of a whole vector step: each of the `rows` x
-// `width` sums in out, taken over terms [0, from) so far, goes on over [from, K) in order,
-// in scalar code. The product is exact, so a separate multiply and add round as the fused
-// one does. Static, as widen_term is, so each instruction set's kernel has its own copy.
+// A decode kernel's terms outside its vector steps, in scalar code: each of the `rows` x
+// `width` sums in out, taken over the terms before `from` so far, goes on over [from, to)
+// in order (K: the length of each lhs row). The product is exact, so a separate multiply
+// and add round as the fused one does. Static, as widen_term is, so each instruction
+// set's kernel has its own copy.
 template <class T>
-static inline void stream_tail(int rows, int width, int64_t from, int64_t K, const double* x, const T* const* w,
-                               double* out) {
+static inline void stream_terms(int rows, int width, int64_t from, int64_t to, int64_t K, const double* x,
+                                const T* const* w, double* out) {
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < width; ++j) {
       double sum = out[i * width + j];
-      for (int64_t k = from; k < K; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
+      for (int64_t k = from; k < to; ++k) sum += x[i * K + k] * double(widen_term(w[j][k]));
       out[i * width + j] = sum;
     }
 }
