@@ -19,8 +19,12 @@ thread_local int current_threads = 1;
 // Multiply-adds: below this, handing a piece to a worker costs more than it saves.
 constexpr double min_work_per_thread = 5e4;
 // Chunks a job is cut into per thread taking part: enough that a slower thread's share
-// can shrink, few enough that taking one (an atomic add) costs nothing beside it.
+// can shrink, few enough that taking one (an atomic add) costs nothing beside it. A chunk
+// carries at least min_work_per_chunk multiply-adds: a decode kernel prefetches the
+// columns that follow its own, which go to waste where the next chunk starts, and chunks
+// of 16K multiply-adds (bench512's projections) made two threads slower than one.
 constexpr int64_t chunks_per_thread = 8;
+constexpr double min_work_per_chunk = 1e6;
 
 // How long a worker that has finished its piece, or a caller waiting for the workers,
 // keeps polling before it sleeps. Consecutive contractions (a layer's projections, a
@@ -163,7 +167,9 @@ int64_t pieces_for(int64_t count, double cost_each) {
 void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t pieces = pieces_for(count, cost_each);
   if (pieces <= 1) return fn(0, count);
-  if (pool().run(count, pieces, std::min(count, chunks_per_thread * pieces), fn)) return;
+  const int64_t chunks = std::clamp(int64_t(double(count) * cost_each / min_work_per_chunk), pieces,
+                                    std::min(count, chunks_per_thread * pieces));
+  if (pool().run(count, pieces, chunks, fn)) return;
   // The pool is taken: the same pieces in turn on this thread.
   for (int64_t p = 0; p < pieces; ++p) fn(count * p / pieces, count * (p + 1) / pieces);
 }
