@@ -33,21 +33,21 @@ void tile_avx512(int rows, int64_t kc, const double* a, const double* b, double*
 
 namespace {
 
-// The decode kernel (StreamFn) for AVX-512: groups of 8 columns, each column's terms read a
-// cache line's worth (16 f32 or 32 bf16) at a time, four 128-bit blocks. The first step
+// The decode kernel (StreamFn) for AVX-512: groups of 8 columns, each column's terms read
+// a cache line's worth (16 f32 or 32 bf16) at a time, four 128-bit blocks. The first step
 // of the transpose shuffles whole blocks: block t of columns 0..3 goes into the four
 // 128-bit lanes of one register, of columns 4..7 into another. Then one two-source
 // permutation per pair of terms gathers [term q of columns 0..7 | term q + 1 of columns
-// 0..7] as 16 f32; for bf16 the
-// permutation also widens, putting each bf16 value in the upper half of a 32-bit lane
-// and zeroing the lower half, which is the f32 of the same value. Each half is widened
-// to double and added. Lane j of the sums is column j's, its terms in ascending k, as in
-// the generic kernel. Two groups (16 columns) both from memory and from cache: a group's
-// sums form one chain of dependent adds, and with one chain the kernel waits on the adds'
-// latency. Measured on this machine (Zen 4), one thread, weights of 256 MB in memory
-// the process owns: 8 columns 0.144 ns a bf16 weight and 0.179 an f32 one, 16 columns
-// 0.117 and 0.142. (An earlier reading that 16 were slower from memory was taken on
-// mapped file pages, which this virtual machine reads at anything from 6 to 68 GB/s.)
+// 0..7] as 16 f32; for bf16 the permutation also widens, putting each bf16 value in the
+// upper half of a 32-bit lane and zeroing the lower half, which is the f32 of the same
+// value. Each half is widened to double and added. Lane j of the sums is column j's, its
+// terms in ascending k, as in the generic kernel. Two groups (16 columns) both from
+// memory and from cache: a group's sums form one chain of dependent adds, and with one
+// chain the kernel waits on the adds' latency. Measured on this machine (Zen 4), one
+// thread, weights of 256 MB in memory the process owns: 8 columns 0.144 ns a bf16 weight
+// and 0.179 an f32 one, 16 columns 0.117 and 0.142. (An earlier reading that 16 were
+// slower from memory was taken on mapped file pages, which this virtual machine reads at
+// anything from 6 to 68 GB/s.)
 template <class T>
 struct Line {
   static constexpr int terms = 64 / int(sizeof(T));  // per column per step
