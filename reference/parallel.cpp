@@ -88,8 +88,8 @@ class Pool {
   }
 
  private:
-  // Runs chunks until none is left. After a chunk throws no further chunk starts; the
-  // first exception is kept for the caller to rethrow.
+  // Runs chunks until none is left. After a chunk throws, the chunks not yet taken are
+  // skipped; the first exception is kept for the caller to rethrow.
   void take_chunks() {
     for (int64_t c = next_.fetch_add(1); c < chunks_; c = next_.fetch_add(1)) {
       try {
@@ -157,9 +157,16 @@ KernelThreads::~KernelThreads() { current_threads = saved_; }
 
 namespace {
 
+// How many shares of `share` multiply-adds the work (count * cost_each) holds, at most
+// `most`: taken in double and capped before the conversion, as the product can pass
+// int64_t's range.
+int64_t shares_of(int64_t count, double cost_each, double share, int64_t most) {
+  return int64_t(std::min(double(count) * cost_each / share, double(most)));
+}
+
 int64_t pieces_for(int64_t count, double cost_each) {
   const int64_t pieces = std::min<int64_t>(current_threads, count);
-  return std::min<int64_t>(pieces, std::max<int64_t>(1, int64_t(double(count) * cost_each / min_work_per_thread)));
+  return std::min<int64_t>(pieces, std::max<int64_t>(1, shares_of(count, cost_each, min_work_per_thread, pieces)));
 }
 
 }  // namespace
@@ -167,8 +174,8 @@ int64_t pieces_for(int64_t count, double cost_each) {
 void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t pieces = pieces_for(count, cost_each);
   if (pieces <= 1) return fn(0, count);
-  const int64_t chunks = std::clamp(int64_t(double(count) * cost_each / min_work_per_chunk), pieces,
-                                    std::min(count, chunks_per_thread * pieces));
+  const int64_t chunks =
+      std::max(pieces, shares_of(count, cost_each, min_work_per_chunk, std::min(count, chunks_per_thread * pieces)));
   if (pool().run(count, pieces, chunks, fn)) return;
   // The pool is taken: the same pieces in turn on this thread.
   for (int64_t p = 0; p < pieces; ++p) fn(count * p / pieces, count * (p + 1) / pieces);

@@ -27,7 +27,8 @@ class KernelThreads {  // sets kernel_threads() for a scope
 // left, so a slower thread runs fewer; when another parallel_for holds the pool (a second
 // thread's run, or a call from inside a piece) the pieces run in turn on the calling
 // thread. Where each piece runs never changes what it computes. An exception from a piece
-// is rethrown here once the pieces under way have finished; no piece starts after it.
+// is rethrown here once the pieces under way have finished; the pieces no thread had taken
+// yet are skipped.
 void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace cutcheck

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -480,17 +481,20 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
 // poll for a while after a piece and then sleep: calls come both back to back and after
 // the workers have gone to sleep.
 TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
-  // The threads that ran pieces; each piece of the first `slow` indices sleeps, so that
-  // the other threads wake and take the rest meanwhile.
-  auto covered = [](int64_t count, int64_t slow = 0) {
+  // The threads that ran pieces. With `gather`, each piece waits (5 s at most) until that
+  // many threads have started one, so that no thread takes a second piece before the
+  // others have woken and taken theirs.
+  auto covered = [](int64_t count, size_t gather = 0) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
     std::mutex m;
+    std::condition_variable arrived;
     std::set<std::thread::id> ran_on;
     parallel_for(count, 1e9, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) ++hits[size_t(i)];
-      if (begin < slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::lock_guard lock(m);
+      std::unique_lock lock(m);
       ran_on.insert(std::this_thread::get_id());
+      arrived.notify_all();
+      arrived.wait_for(lock, std::chrono::seconds(5), [&] { return ran_on.size() >= gather; });
     });
     for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[size_t(i)], 1) << "index " << i << " of " << count;
     return ran_on;
@@ -506,6 +510,11 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
   EXPECT_EQ(first.count(std::this_thread::get_id()), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the workers' polling
   EXPECT_EQ(covered(3, 3), first);
+
+  // Work past int64_t's range (the sanitizer build flags a conversion that overflows).
+  std::atomic<int64_t> huge{0};
+  parallel_for(1000, std::numeric_limits<double>::max(), [&](int64_t b, int64_t e) { huge += e - b; });
+  EXPECT_EQ(huge, 1000);
 
   std::atomic<int64_t> inner{0};
   parallel_for(4, 1e9, [&](int64_t begin, int64_t end) {
@@ -534,15 +543,22 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
 }
 
 // A thread held up in one piece does not hold up the rest: the others take the pieces
-// left. Index 0's piece sleeps; the thread that runs it runs almost nothing else (an
-// equal share per thread would leave it half of the indices).
+// left. Index 0's piece waits (5 s at most) until every other index is done; the thread
+// that runs it runs nothing else (an equal share per thread would leave it half of the
+// indices, and the wait would time out).
 TEST(Ops, ParallelForGivesASlowThreadFewerPieces) {
   KernelThreads scope(2);
   const int64_t count = 1000;
   std::vector<std::thread::id> ran_by(static_cast<size_t>(count));
+  std::mutex m;
+  std::condition_variable progress;
+  int64_t done = 0;
   parallel_for(count, 1e9, [&](int64_t begin, int64_t end) {
-    if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     for (int64_t i = begin; i < end; ++i) ran_by[size_t(i)] = std::this_thread::get_id();
+    std::unique_lock lock(m);
+    done += end - begin;
+    progress.notify_all();
+    if (begin == 0) progress.wait_for(lock, std::chrono::seconds(5), [&] { return done == count; });
   });
   const int64_t by_slow = std::count(ran_by.begin(), ran_by.end(), ran_by[0]);
   EXPECT_LT(by_slow, count / 4) << "the thread held up in index 0's piece ran " << by_slow << " of " << count;
