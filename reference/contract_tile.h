@@ -36,6 +36,22 @@ constexpr int stream_width_max = 16;
 using StreamFn = void (*)(int rows, int64_t K, const double* x, const float* const* w, double* out);
 using StreamBf16Fn = void (*)(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 
+// The kernel for an rhs whose columns lie side by side (probs . v, and a weight the
+// interpreter holds transposed: interpreter.h): term k of columns 0 .. cols is the run
+// w + kr[k] + 0 .. cols. For up to side_width columns it sums, for each of `rows` lhs rows,
+//   out[i * side_width + j] = sum over k of x[i * K + k] * w[kr[k] + j]
+// from +0.0 in ascending k, in double (x widened as for StreamFn). No transpose: each
+// term's columns are one load, and term k is added to every column's sum before term
+// k + 1.
+constexpr int side_width = 64;
+using SideFn = void (*)(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
+using SideBf16Fn = void (*)(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols,
+                            double* out);
+struct SideKernel {
+  SideFn f32;
+  SideBf16Fn bf16;
+};
+
 // A tile kernel for one instruction set.
 using TileFn = void (*)(int rows, int64_t kc, const double* a, const double* b, double* c, int64_t ldc);
 // Packs `valid` f32 rows, each kc consecutive terms from src + base[i], widened, into
@@ -59,6 +75,7 @@ struct TileKernel {
   // flight pay. Weights of at most `cache_bytes` per batch take `from_cache`.
   StreamKernel from_memory, from_cache;
   int64_t cache_bytes;
+  SideKernel side;
 };
 
 // The packing of consecutive terms in plain loops (contract_tile_generic.cpp).
@@ -80,6 +97,12 @@ void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, 
 void stream_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 void stream_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
+void side_generic(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
+void side_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out);
+void side_avx2(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
+void side_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out);
+void side_avx512(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
+void side_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out);
 void stream_cached_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out);
 void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 

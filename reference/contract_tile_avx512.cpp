@@ -201,6 +201,14 @@ void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint1
   stream_cached(rows, K, x, w, out);
 }
 
+void side_avx512(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out) {
+  side_rows<Avx512>(rows, K, x, w, kr, cols, out);
+}
+
+void side_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out) {
+  side_rows<Avx512>(rows, K, x, w, kr, cols, out);
+}
+
 // Eight rows by eight terms at a time: eight loads of 8 f32, widened, then an 8 x 8
 // transpose in registers, so that each store writes one term's eight rows. Other rows
 // and terms go through the plain loops.

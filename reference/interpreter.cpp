@@ -9,6 +9,7 @@
 #include "core/limits.h"
 #include "program/activations.h"
 #include "program/inputs.h"
+#include "reference/contract_tile.h"
 #include "reference/parallel.h"
 
 namespace cutcheck {
@@ -44,10 +45,9 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
       steps_.push_back(std::move(step));
     }
   }
-  if (!options_.keep_values) {
-    read_bf16_as_stored();
-    plan_arena();
-  }
+  if (!options_.keep_values) read_bf16_as_stored();
+  hold_small_weights_transposed();
+  if (!options_.keep_values) plan_arena();
 }
 
 // A bf16 value converted to f32 only to be a dot_general's rhs (a weight, in authored
@@ -79,6 +79,74 @@ void Executable::read_bf16_as_stored() {
     dropped[wide] = true;
   }
   std::erase_if(steps_, [&](const Step& step) { return dropped[size_t(step.op->result)]; });
+}
+
+namespace {
+
+// w [N, K], f32 or bf16, as f32 [K, N] (bf16 widened exactly). Sixteen rows at a time,
+// read side by side, so that each line written is written whole.
+Tensor transposed_f32(const Tensor& w) {
+  const int64_t N = w.shape()[0], K = w.shape()[1];
+  Tensor t = Tensor::uninitialized({DType::f32, {K, N}});
+  float* to = t.as_mut<float>().data();
+  auto fill = [&](const auto* from) {
+    for (int64_t n0 = 0; n0 < N; n0 += 16)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = n0; n < std::min(N, n0 + 16); ++n) to[k * N + n] = widen_term(from[n * K + k]);
+  };
+  if (w.dtype() == DType::bf16) fill(reinterpret_cast<const uint16_t*>(w.raw().data()));
+  else fill(w.as<float>().data());
+  return t;
+}
+
+}  // namespace
+
+// A decode step's contraction of a few rows against a weight [N, K] (x . w^T, the
+// projections) reads each of the weight's rows whole for one output column, and a vector
+// of columns' sums has to gather its terms from as many rows. For a weight small enough
+// to stay in cache from step to step (TileKernel::cache_bytes, stories260K's all are),
+// the interpreter keeps a transposed copy [K, N] made once, widened to f32 if stored as
+// bf16, and runs the contraction on it with the contracting dimension 0: term k of every
+// column is then one run of memory (the side-by-side kernel). The same sums, each over
+// the same terms in the same order, so the same bits; the weight itself stays as it is.
+// Not with another kernel table, which is not known to take the rewritten operand.
+void Executable::hold_small_weights_transposed() {
+  if (options_.kernels) return;
+  const int64_t budget = tile_kernel().cache_bytes;
+  std::vector<const Tensor*> weights;
+  for (const WeightDecl& w : program_.weights) weights.push_back(&slots_[size_t(w.value)]);
+  std::vector<std::pair<const Tensor*, const Tensor*>> made;  // weight, its transposed copy
+  const auto& names = op_info(OpKind::dot_general).attrs;
+  const size_t rhs_contracting = size_t(std::find_if(names.begin(), names.end(), [](const AttrSpec& a) {
+                                          return a.name == "rhs_contracting_dimensions";
+                                        }) - names.begin());
+  for (Step& step : steps_) {
+    const Operation& op = *step.op;
+    if (op.kind != OpKind::dot_general) continue;
+    const Tensor& rhs = *step.operands[1];  // a weight is bound; the lhs's slot may not be allocated yet
+    const auto& lc = op.ints("lhs_contracting_dimensions");
+    if (std::find(weights.begin(), weights.end(), &rhs) == weights.end() || rhs.type().rank() != 2 ||
+        (rhs.dtype() != DType::f32 && rhs.dtype() != DType::bf16) ||
+        !op.ints("lhs_batching_dimensions").empty() || op.ints("rhs_contracting_dimensions") != std::vector<int64_t>{1} ||
+        lc.size() != 1)
+      continue;
+    const int64_t N = rhs.shape()[0], K = rhs.shape()[1];
+    const int64_t rows = K > 0 ? program_.type(op.operands[0]).elements() / K : 0;
+    if (rows < 1 || rows > stream_rows_max || N * K * int64_t(sizeof(float)) > budget) continue;
+    auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == &rhs; });
+    const Tensor* copy = it != made.end() ? it->second : &transposed_.emplace_back(transposed_f32(rhs));
+    if (it == made.end()) made.emplace_back(&rhs, copy);
+    Operation& rewritten = transposed_ops_.emplace_back(op);
+    rewritten.attrs[rhs_contracting] = ints({0});
+    step.op = &rewritten;
+    step.operands[1] = copy;
+  }
+}
+
+uint64_t Executable::transposed_bytes() const {
+  uint64_t bytes = 0;
+  for (const Tensor& t : transposed_) bytes += t.bytes();
+  return bytes;
 }
 
 // Without keep_values: outputs get a new buffer each run (they are handed over), and

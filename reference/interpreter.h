@@ -5,6 +5,7 @@
 // ops in order, one kernel each (kernels.h). No run allocates for an intermediate.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ class Executable {
   const Tensor& value(ValueId id) const;
   // Without keep_values: the bytes every run's intermediates share (the arena); 0 with it.
   uint64_t arena_bytes() const { return arena_.bytes(); }
+  // The bytes of the small weights held transposed for decode-step contractions
+  // (hold_small_weights_transposed); 0 with another kernel table.
+  uint64_t transposed_bytes() const;
 
   // Runs the whole program. Throws InputError when an input is missing, unknown,
   // mis-typed, or outside its declared range.
@@ -86,6 +90,7 @@ class Executable {
 
   void finish(Step& step);
   void read_bf16_as_stored();
+  void hold_small_weights_transposed();
   void plan_arena();
   TensorMap run_bound();
   Tensor stored(ValueId v, const Tensor& t) const;  // a leaf as options_.store keeps it
@@ -98,6 +103,10 @@ class Executable {
   std::vector<bool> transient_;   // per value, without keep_values: lives in the arena, overwritten within a run
   std::vector<bool> fresh_;       // per value, without keep_values: computed into a new buffer each run
   Tensor arena_;                  // without keep_values: every intermediate's bytes
+  // Small weights transposed, and the contractions rewritten to read them; deques, so
+  // that the steps' pointers into them stay put.
+  std::deque<Tensor> transposed_;
+  std::deque<Operation> transposed_ops_;
   size_t next_ = 0;
   bool at_collective_ = false;  // advance() stopped at steps_[next_], a collective
 };

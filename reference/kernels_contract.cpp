@@ -262,14 +262,9 @@ void gemm_job(const TileKernel& tile, const Gemm& g, const float* x, const T* w,
     for (int64_t j = 0; j < nc; ++j) y[(b * g.M + m0 + i) * g.N + n0 + j] = float(acc[size_t(i * ldc + j)]);
 }
 
-// A decode step's contraction: a few lhs rows against weights whose terms are consecutive
-// (rhs step 1). The lhs rows are widened once; the rhs is streamed where it lies, each
-// weight read once, `width` columns per call of the kernel; threads take runs of columns.
-template <class T>
-void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
-  const bool cached = double(g.N) * double(g.K) * double(sizeof(T)) <= double(tile.cache_bytes);
-  const StreamKernel& kernel = cached ? tile.from_cache : tile.from_memory;
-  const int width = kernel.width;
+// The lhs rows of a decode step's contraction widened to double, each row's K terms in
+// order: x[(b * M + m) * K + k], in storage kept per thread.
+const double* widened_rows(const Gemm& g, const float* x) {
   thread_local std::vector<double> wide;
   wide.resize(size_t(g.batches * g.M * g.K));
   for (int64_t b = 0; b < g.batches; ++b)
@@ -278,7 +273,18 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
       double* to = wide.data() + (b * g.M + m) * g.K;
       for (int64_t k = 0; k < g.K; ++k) to[k] = double(row[g.kl[size_t(k)]]);
     }
-  const double* xs = wide.data();
+  return wide.data();
+}
+
+// A decode step's contraction: a few lhs rows against weights whose terms are consecutive
+// (rhs step 1). The lhs rows are widened once; the rhs is streamed where it lies, each
+// weight read once, `width` columns per call of the kernel; threads take runs of columns.
+template <class T>
+void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
+  const bool cached = double(g.N) * double(g.K) * double(sizeof(T)) <= double(tile.cache_bytes);
+  const StreamKernel& kernel = cached ? tile.from_cache : tile.from_memory;
+  const int width = kernel.width;
+  const double* xs = widened_rows(g, x);
   const int64_t blocks = (g.N + width - 1) / width, jobs = g.batches * blocks;
   parallel_for(jobs, double(width) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
     const T* cols[2 * stream_width_max];  // this job's columns, then the next one's (StreamFn)
@@ -305,47 +311,25 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
 }
 
 // A few lhs rows against an rhs whose columns lie side by side for every term (probs . v:
-// term k of columns n0, n0 + 1, ... is one run of v's row k), which packing would only
-// copy. For a run of `run` columns the sums of every lhs row are kept side by side, and
-// term k is added to each of them, then term k + 1: every sum takes its terms one at a
-// time in ascending k from +0.0, the product exact in double, as the definition does.
-// Threads take runs of columns, each computing its sums whole.
-template <class T, int64_t run, int64_t M>  // M lhs rows: their sums stay in registers
-void side_by_side_run(const Gemm& g, const float* x, const T* w, float* y, int64_t b, int64_t n0, int64_t cols) {
-  const T* columns = w + g.br[size_t(b)] + g.nr[size_t(n0)];
-  const float* rows[M];
-  for (int64_t m = 0; m < M; ++m) rows[m] = x + g.bl[size_t(b)] + g.ml[size_t(m)];
-  double sum[M][run] = {};
-  for (int64_t k = 0; k < g.K; ++k) {
-    const T* at = columns + g.kr[size_t(k)];
-    double term[run] = {};
-    if (cols == run)
-      for (int64_t j = 0; j < run; ++j) term[j] = double(widen_term(at[j]));
-    else
-      for (int64_t j = 0; j < cols; ++j) term[j] = double(widen_term(at[j]));
-    for (int64_t m = 0; m < M; ++m) {
-      const double lhs = double(rows[m][g.kl[size_t(k)]]);
-      for (int64_t j = 0; j < run; ++j) sum[m][j] += lhs * term[j];
-    }
-  }
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < cols; ++j) y[(b * M + m) * g.N + n0 + j] = float(sum[m][j]);
-}
-
+// term k of columns n0, n0 + 1, ... is one run of v's row k; a small weight the
+// interpreter holds transposed), which packing would only copy. The tile's side kernel
+// takes up to side_width columns at a time; threads take runs of columns.
 template <class T>
-void side_by_side(const Gemm& g, const float* x, const T* w, float* y) {
-  constexpr int64_t run = 8;
-  const int64_t runs = (g.N + run - 1) / run, jobs = g.batches * runs;
-  parallel_for(jobs, double(run) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
+void side_by_side(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
+  const double* xs = widened_rows(g, x);
+  const int64_t runs = (g.N + side_width - 1) / side_width, jobs = g.batches * runs;
+  parallel_for(jobs, double(side_width) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
+    double out[stream_rows_max * side_width];
     for (int64_t job = begin; job < end; ++job) {
-      const int64_t b = job / runs, n0 = job % runs * run;
-      const int64_t cols = std::min(run, g.N - n0);
-      switch (g.M) {
-        case 1: side_by_side_run<T, run, 1>(g, x, w, y, b, n0, cols); break;
-        case 2: side_by_side_run<T, run, 2>(g, x, w, y, b, n0, cols); break;
-        case 3: side_by_side_run<T, run, 3>(g, x, w, y, b, n0, cols); break;
-        default: side_by_side_run<T, run, stream_rows_max>(g, x, w, y, b, n0, cols);
-      }
+      const int64_t b = job / runs, n0 = job % runs * side_width;
+      const int cols = int(std::min<int64_t>(side_width, g.N - n0));
+      const T* columns = w + g.br[size_t(b)] + g.nr[size_t(n0)];
+      if constexpr (std::is_same_v<T, float>)
+        tile.side.f32(int(g.M), g.K, xs + b * g.M * g.K, columns, g.kr.data(), cols, out);
+      else
+        tile.side.bf16(int(g.M), g.K, xs + b * g.M * g.K, columns, g.kr.data(), cols, out);
+      for (int64_t m = 0; m < g.M; ++m)
+        for (int j = 0; j < cols; ++j) y[(b * g.M + m) * g.N + n0 + j] = float(out[m * side_width + j]);
     }
   });
 }
@@ -392,7 +376,7 @@ void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const
   const T* w = rhs_data<T>(rhs);
   float* y = out.as_mut<float>().data();
   if (g.M <= stream_rows_max && g.kr_step == 1) return stream(tile, g, x, w, y);
-  if (g.M <= stream_rows_max && g.nr_consecutive) return side_by_side(g, x, w, y);
+  if (g.M <= stream_rows_max && g.nr_consecutive) return side_by_side(tile, g, x, w, y);
   // Jobs: batches x row blocks x column blocks; with threads, columns are cut finer
   // when there would be too few jobs to share.
   const int64_t row_blocks = (g.M + MC - 1) / MC;

@@ -404,7 +404,7 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   cases.push_back({{2, 3, 7, 8}, {2, 3, 17, 8}, {0, 1}, {0, 1}, {3}, {3}});     // two batch dimensions
   cases.push_back({{3, 4, 10}, {3, 10, 18}, {0}, {0}, {2}, {1}});              // rhs contracting over rows (probs . v)
   for (int64_t rows : {1, 2, 3, 4})                                             // ... its columns side by side, few rows
-    for (int64_t cols : {1, 7, 8, 9, 17})
+    for (int64_t cols : {1, 7, 8, 9, 17, 33, 64, 65, 130})  // passes of 16 to 64 columns, calls of 64
       for (int64_t k : {1, 129}) cases.push_back({{rows, k}, {k, cols}, {}, {}, {1}, {0}});
   cases.push_back({{1, 4, 2, 37}, {37, 4, 8}, {1}, {1}, {3}, {0}});             // probs . v of a decode step, batch strided
   cases.push_back({{2, 0}, {0, 9}, {}, {}, {1}, {0}});                          // no terms: +0.0
@@ -442,7 +442,8 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
   for (int64_t rows : {1, 2, 3, 4})  // the stream's k tail: 32 bf16 terms at a time with AVX-512
     for (int64_t k : {31, 32, 33, 64, 95}) cases.push_back({{rows, k}, {21, k}, {}, {}, {1}, {1}});
   cases.push_back({{64, 7}, {64, 19}, {}, {}, {0}, {0}});  // the rhs's terms strided
-  cases.push_back({{1, 64}, {64, 19}, {}, {}, {1}, {0}});  // and one row
+  for (int64_t rows : {1, 2, 3, 4})                         // and few rows: their columns side by side
+    for (int64_t cols : {19, 70}) cases.push_back({{rows, 64}, {64, cols}, {}, {}, {1}, {0}});
   std::mt19937 rng(19);
   for (size_t n = 0; n < cases.size(); ++n) {
     const DotCase& c = cases[n];

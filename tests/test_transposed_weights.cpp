@@ -1,0 +1,74 @@
+// Small weights held transposed (Executable::hold_small_weights_transposed): a decode
+// step's contraction against a weight small enough to stay in cache runs on a copy [K, N]
+// made when the program is planned. The same sums over the same terms in the same order:
+// the outputs must be the bits of the reference's kernels on the weights as given (a
+// kernel table given explicitly, for which the interpreter rewrites nothing), on the cuts
+// of an f32 and a bf16 model, with and without keep_values, run after run.
+#include <gmock/gmock.h>
+
+#include <fmt/format.h>
+
+#include "author/builder.h"
+#include "harness/runner.h"
+#include "model/weights.h"
+#include "program/inputs.h"
+#include "reference/contract_tile.h"
+
+namespace cutcheck {
+namespace {
+
+void expect_same_bits(const TensorMap& want, const TensorMap& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [name, t] : want) EXPECT_TRUE(t.same_bits(got.at(name))) << name;
+}
+
+TEST(TransposedWeights, SmallWeightsGiveTheBitsOfTheWeightsAsGiven) {
+  RunOptions as_given;
+  as_given.kernels = kernel_for;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    ModelSpec spec = builtin_spec("tiny");
+    spec.dtype = dtype;
+    const TensorMap weights = synthetic_weights(spec, 8);
+    for (const Cut& cut : {Cut::decode(8), Cut::batch(2, 8), Cut::batch(4, 8), Cut::prefill(3, 8),
+                           Cut::decode_layer(1, 8), Cut::decode_head(), Cut::prefill(7, 8)})
+      for (bool keep : {true, false}) {
+        SCOPED_TRACE(fmt::format("{} {} keep_values {}", cut.str(), dtype_name(dtype), keep));
+        const Program program = authored_program(cut, spec);
+        RunOptions options;
+        options.keep_values = keep;
+        Executable fast(program, weights, options), plain(program, weights, as_given);
+        EXPECT_EQ(plain.transposed_bytes(), 0u);
+        // A bf16 weight is a dot_general's rhs only once its convert is dropped (keep_values off).
+        const bool few_rows = cut.str().find("rows=7") == std::string::npos;
+        if (few_rows && (dtype == DType::f32 || !keep)) EXPECT_GT(fast.transposed_bytes(), 0u);
+        for (uint64_t seed : {1, 2}) {
+          const TensorMap in = random_inputs(program, seed);
+          expect_same_bits(plain.run(in), fast.run(in));
+        }
+      }
+  }
+}
+
+// Which contractions qualify: up to stream_rows_max lhs rows, against a rank-2 weight of at
+// most TileKernel::cache_bytes as f32 whose terms are its rows; a weight read by two such
+// contractions is transposed once.
+TEST(TransposedWeights, OnlySmallWeightsOfDecodeContractionsAreTransposed) {
+  const int64_t K = 64, budget_rows = tile_kernel().cache_bytes / (K * 4);
+  auto planned = [&](int64_t rows, int64_t N, bool twice) {
+    Builder b("small_weight");
+    const ValueId x = b.input("x", {DType::f32, {rows, K}}), w = b.weight("w", {DType::f32, {N, K}});
+    b.output("y", b.dot(x, w, {1}, {1}, "y"));
+    if (twice) b.output("z", b.dot(x, w, {1}, {1}, "z"));
+    const Program program = b.finish();
+    const TensorMap weights{{"w", Tensor({DType::f32, {N, K}})}};
+    return Executable(program, weights).transposed_bytes();
+  };
+  EXPECT_EQ(planned(1, 10, false), uint64_t(10 * K * 4));
+  EXPECT_EQ(planned(4, 10, true), uint64_t(10 * K * 4));
+  EXPECT_EQ(planned(5, 10, false), 0u);
+  EXPECT_EQ(planned(1, budget_rows, false), uint64_t(budget_rows * K * 4));
+  EXPECT_EQ(planned(1, budget_rows + 1, false), 0u);
+}
+
+}  // namespace
+}  // namespace cutcheck
