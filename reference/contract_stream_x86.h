@@ -76,59 +76,73 @@ void stream_rows(int rows, int64_t K, const double* x, const T* const* w, double
   }
 }
 
-// The side-by-side kernel (SideFn): each pass keeps U vectors of 8 columns for each of R
-// rows, enough sums in flight to cover the multiply-add's latency, and adds term k to
-// all of them before term k + 1. A last group of fewer than 8 columns is read through a
-// zeroed copy, so no load passes the columns' end.
-template <class V, int R, int U, class T>
-void side_pass(int64_t K, const double* x, const T* w, const int64_t* kr, int cols, double* out) {
+// The side-by-side kernel (SideFn): each pass keeps the sums of U units (8 columns each)
+// for each of R rows, enough in flight to cover the multiply-add's latency, and adds term
+// k to all of them before term k + 1. A unit of fewer than 8 columns is read through a
+// zeroed copy, so no load passes its columns' end. With `shared`, every unit has the
+// same lhs rows (one batch's columns), each row's term broadcast once for all units.
+template <class V, int R, int U, bool shared, class T>
+void side_pass(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
   constexpr int W = 8 / V::lanes;
   typename V::vec acc[R][U * W];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < U * W; ++v) acc[i][v] = V::zero();
-  const int whole = cols / 8, groups = (cols + 7) / 8;
+  const double* x[U];
+  const T* w[U];
+  bool whole[U];
+  for (int u = 0; u < U && u < units; ++u) x[u] = unit[u].x, w[u] = unit[u].w, whole[u] = unit[u].cols == 8;
   for (int64_t k = 0; k < K; ++k) {
-    const T* terms = w + kr[k];
-    for (int u = 0; u < U && u < groups; ++u) {
+    typename V::vec xs[R];
+    if constexpr (shared)
+      for (int i = 0; i < R; ++i) xs[i] = V::splat(x[0][i * K + k]);
+    for (int u = 0; u < U && u < units; ++u) {
       __m256 c;
-      if (u < whole) {
-        c = load8(terms + 8 * u);
+      if (whole[u]) {
+        c = load8(w[u] + kr[k]);
       } else {
         T part[8] = {};
-        for (int j = 8 * u; j < cols; ++j) part[j - 8 * u] = terms[j];
+        for (int j = 0; j < unit[u].cols; ++j) part[j] = w[u][kr[k] + j];
         c = load8(part);
       }
       typename V::vec d[W];
       V::widen(c, d);
       for (int i = 0; i < R; ++i) {
-        const typename V::vec xi = V::splat(x[i * K + k]);
+        const typename V::vec xi = shared ? xs[i] : V::splat(x[u][i * K + k]);
         for (int v = 0; v < W; ++v) acc[i][u * W + v] = V::fma(xi, d[v], acc[i][u * W + v]);
       }
     }
   }
-  for (int i = 0; i < R; ++i) {
-    alignas(64) double sums[8 * U];
-    for (int v = 0; v < U * W; ++v) V::store(sums + v * V::lanes, acc[i][v]);
-    for (int j = 0; j < cols && j < 8 * U; ++j) out[i * side_width + j] = sums[j];
+  for (int u = 0; u < U && u < units; ++u)
+    for (int i = 0; i < R; ++i) {
+      alignas(64) double sums[8];
+      for (int v = 0; v < W; ++v) V::store(sums + v * V::lanes, acc[i][u * W + v]);
+      for (int j = 0; j < unit[u].cols; ++j) out[(u * R + i) * 8 + j] = sums[j];
+    }
+}
+
+// Passes of U units over the call's units; U such that R x U x W sums, 8 of them, stay
+// in registers (AVX-512 has 32, AVX2 16).
+template <class V, int R, class T>
+void side_of(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
+  constexpr int U = 8 / (R * (8 / V::lanes)) > 0 ? 8 / (R * (8 / V::lanes)) : 1;
+  for (int u0 = 0; u0 < units; u0 += U) {
+    const int n = units - u0 < U ? units - u0 : U;
+    bool shared = true;
+    for (int u = 1; u < n; ++u) shared = shared && unit[u0 + u].x == unit[u0].x;
+    if (shared)
+      side_pass<V, R, U, true>(K, kr, n, unit + u0, out + u0 * R * 8);
+    else
+      side_pass<V, R, U, false>(K, kr, n, unit + u0, out + u0 * R * 8);
   }
 }
 
-// Passes of 8 * U columns over the call's columns; U such that R x U x W sums stay in
-// registers (8 of them: AVX-512 has 32, AVX2 16).
-template <class V, int R, class T>
-void side_of(int64_t K, const double* x, const T* w, const int64_t* kr, int cols, double* out) {
-  constexpr int U = 8 / (R * (8 / V::lanes)) > 0 ? 8 / (R * (8 / V::lanes)) : 1;
-  for (int c0 = 0; c0 < cols; c0 += 8 * U)
-    side_pass<V, R, U>(K, x, w + c0, kr, cols - c0 < 8 * U ? cols - c0 : 8 * U, out + c0);
-}
-
 template <class V, class T>
-void side_rows(int rows, int64_t K, const double* x, const T* w, const int64_t* kr, int cols, double* out) {
+void side_rows(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
   switch (rows) {
-    case 1: return side_of<V, 1>(K, x, w, kr, cols, out);
-    case 2: return side_of<V, 2>(K, x, w, kr, cols, out);
-    case 3: return side_of<V, 3>(K, x, w, kr, cols, out);
-    default: return side_of<V, 4>(K, x, w, kr, cols, out);
+    case 1: return side_of<V, 1>(K, kr, units, unit, out);
+    case 2: return side_of<V, 2>(K, kr, units, unit, out);
+    case 3: return side_of<V, 3>(K, kr, units, unit, out);
+    default: return side_of<V, 4>(K, kr, units, unit, out);
   }
 }
 

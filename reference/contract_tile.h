@@ -37,15 +37,22 @@ using StreamFn = void (*)(int rows, int64_t K, const double* x, const float* con
 using StreamBf16Fn = void (*)(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 
 // The kernel for an rhs whose columns lie side by side (probs . v, and a weight the
-// interpreter holds transposed: interpreter.h): term k of columns 0 .. cols is the run
-// w + kr[k] + 0 .. cols. For up to side_width columns it sums, for each of `rows` lhs rows,
-//   out[i * side_width + j] = sum over k of x[i * K + k] * w[kr[k] + j]
-// from +0.0 in ascending k, in double (x widened as for StreamFn). No transpose: each
-// term's columns are one load, and term k is added to every column's sum before term
-// k + 1.
-constexpr int side_width = 64;
-using SideFn = void (*)(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
-using SideBf16Fn = void (*)(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols,
+// interpreter holds transposed: interpreter.h), in units of up to 8 columns: unit u's
+// term k of column j is w[kr[k] + j] (w, kr: the unit's), its lhs rows x[i * K + k] are
+// already widened to double, and for each of `rows` rows it sums
+//   out[(u * rows + i) * 8 + j] = sum over k of x[i * K + k] * w[kr[k] + j]
+// from +0.0 in ascending k, in double. No transpose: each term's columns are one load,
+// and term k is added to every sum before term k + 1. Units may come from different
+// batches (a head's 8 columns of v each), so that a call has enough sums in flight.
+constexpr int side_units_max = 8;
+template <class T>
+struct SideUnit {
+  const double* x;
+  const T* w;
+  int cols;
+};
+using SideFn = void (*)(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out);
+using SideBf16Fn = void (*)(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit,
                             double* out);
 struct SideKernel {
   SideFn f32;
@@ -97,12 +104,12 @@ void stream_avx512(int rows, int64_t K, const double* x, const float* const* w, 
 void stream_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 void stream_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 void stream_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
-void side_generic(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
-void side_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out);
-void side_avx2(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
-void side_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out);
-void side_avx512(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out);
-void side_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out);
+void side_generic(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out);
+void side_bf16_generic(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit, double* out);
+void side_avx2(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out);
+void side_bf16_avx2(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit, double* out);
+void side_avx512(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out);
+void side_bf16_avx512(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit, double* out);
 void stream_cached_avx512(int rows, int64_t K, const double* x, const float* const* w, double* out);
 void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* const* w, double* out);
 

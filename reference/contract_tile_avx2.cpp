@@ -36,12 +36,12 @@ void stream_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* cons
   stream_rows<Avx2, 1>(rows, K, x, w, out);
 }
 
-void side_avx2(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out) {
-  side_rows<Avx2>(rows, K, x, w, kr, cols, out);
+void side_avx2(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out) {
+  side_rows<Avx2>(rows, K, kr, units, unit, out);
 }
 
-void side_bf16_avx2(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out) {
-  side_rows<Avx2>(rows, K, x, w, kr, cols, out);
+void side_bf16_avx2(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit, double* out) {
+  side_rows<Avx2>(rows, K, kr, units, unit, out);
 }
 
 }  // namespace cutcheck

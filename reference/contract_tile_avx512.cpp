@@ -201,12 +201,12 @@ void stream_cached_bf16_avx512(int rows, int64_t K, const double* x, const uint1
   stream_cached(rows, K, x, w, out);
 }
 
-void side_avx512(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out) {
-  side_rows<Avx512>(rows, K, x, w, kr, cols, out);
+void side_avx512(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out) {
+  side_rows<Avx512>(rows, K, kr, units, unit, out);
 }
 
-void side_bf16_avx512(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out) {
-  side_rows<Avx512>(rows, K, x, w, kr, cols, out);
+void side_bf16_avx512(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit, double* out) {
+  side_rows<Avx512>(rows, K, kr, units, unit, out);
 }
 
 // Eight rows by eight terms at a time: eight loads of 8 f32, widened, then an 8 x 8

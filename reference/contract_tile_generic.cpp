@@ -48,27 +48,26 @@ void stream_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* c
   stream_plain(rows, K, x, w, out);
 }
 
-// Eight columns' sums side by side for each row, term k added to all of them before
-// term k + 1.
+// Each unit's columns' sums side by side for each row, term k added to all of them
+// before term k + 1.
 template <class T>
-void side_plain(int rows, int64_t K, const double* x, const T* w, const int64_t* kr, int cols, double* out) {
-  constexpr int run = 8;
-  for (int i = 0; i < rows; ++i)
-    for (int c0 = 0; c0 < cols; c0 += run) {
-      const int n = cols - c0 < run ? cols - c0 : run;
-      double sum[run] = {};
+void side_plain(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
+  for (int u = 0; u < units; ++u)
+    for (int i = 0; i < rows; ++i) {
+      const SideUnit<T>& at = unit[u];
+      double sum[8] = {};
       for (int64_t k = 0; k < K; ++k)
-        for (int j = 0; j < n; ++j) sum[j] += x[i * K + k] * double(widen_term(w[kr[k] + c0 + j]));
-      for (int j = 0; j < n; ++j) out[i * side_width + c0 + j] = sum[j];
+        for (int j = 0; j < at.cols; ++j) sum[j] += at.x[i * K + k] * double(widen_term(at.w[kr[k] + j]));
+      for (int j = 0; j < at.cols; ++j) out[(u * rows + i) * 8 + j] = sum[j];
     }
 }
 
-void side_generic(int rows, int64_t K, const double* x, const float* w, const int64_t* kr, int cols, double* out) {
-  side_plain(rows, K, x, w, kr, cols, out);
+void side_generic(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<float>* unit, double* out) {
+  side_plain(rows, K, kr, units, unit, out);
 }
 
-void side_bf16_generic(int rows, int64_t K, const double* x, const uint16_t* w, const int64_t* kr, int cols, double* out) {
-  side_plain(rows, K, x, w, kr, cols, out);
+void side_bf16_generic(int rows, int64_t K, const int64_t* kr, int units, const SideUnit<uint16_t>* unit, double* out) {
+  side_plain(rows, K, kr, units, unit, out);
 }
 
 void pack_rows_plain(const float* src, const int64_t* base, int valid, int lanes, int64_t kc, double* dst) {

@@ -312,24 +312,34 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
 
 // A few lhs rows against an rhs whose columns lie side by side for every term (probs . v:
 // term k of columns n0, n0 + 1, ... is one run of v's row k; a small weight the
-// interpreter holds transposed), which packing would only copy. The tile's side kernel
-// takes up to side_width columns at a time; threads take runs of columns.
+// interpreter holds transposed), which packing would only copy. The columns are cut
+// into units of 8, batch after batch, and the tile's side kernel takes up to
+// side_units_max units a call, from one batch or several (a decode step's heads have 8
+// columns each where head_dim is 8); threads take runs of calls.
 template <class T>
 void side_by_side(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
   const double* xs = widened_rows(g, x);
-  const int64_t runs = (g.N + side_width - 1) / side_width, jobs = g.batches * runs;
-  parallel_for(jobs, double(side_width) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
-    double out[stream_rows_max * side_width];
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t b = job / runs, n0 = job % runs * side_width;
-      const int cols = int(std::min<int64_t>(side_width, g.N - n0));
-      const T* columns = w + g.br[size_t(b)] + g.nr[size_t(n0)];
+  const int64_t per_batch = (g.N + 7) / 8, units = g.batches * per_batch;
+  const int64_t calls = (units + side_units_max - 1) / side_units_max;
+  parallel_for(calls, double(8 * side_units_max) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
+    SideUnit<T> unit[side_units_max];
+    double out[side_units_max * stream_rows_max * 8];
+    for (int64_t call = begin; call < end; ++call) {
+      const int64_t u0 = call * side_units_max;
+      const int count = int(std::min<int64_t>(side_units_max, units - u0));
+      for (int q = 0; q < count; ++q) {
+        const int64_t b = (u0 + q) / per_batch, n0 = (u0 + q) % per_batch * 8;
+        unit[q] = {xs + b * g.M * g.K, w + g.br[size_t(b)] + g.nr[size_t(n0)], int(std::min<int64_t>(8, g.N - n0))};
+      }
       if constexpr (std::is_same_v<T, float>)
-        tile.side.f32(int(g.M), g.K, xs + b * g.M * g.K, columns, g.kr.data(), cols, out);
+        tile.side.f32(int(g.M), g.K, g.kr.data(), count, unit, out);
       else
-        tile.side.bf16(int(g.M), g.K, xs + b * g.M * g.K, columns, g.kr.data(), cols, out);
-      for (int64_t m = 0; m < g.M; ++m)
-        for (int j = 0; j < cols; ++j) y[(b * g.M + m) * g.N + n0 + j] = float(out[m * side_width + j]);
+        tile.side.bf16(int(g.M), g.K, g.kr.data(), count, unit, out);
+      for (int q = 0; q < count; ++q) {
+        const int64_t b = (u0 + q) / per_batch, n0 = (u0 + q) % per_batch * 8;
+        for (int64_t m = 0; m < g.M; ++m)
+          for (int j = 0; j < unit[q].cols; ++j) y[(b * g.M + m) * g.N + n0 + j] = float(out[(q * g.M + m) * 8 + j]);
+      }
     }
   });
 }

@@ -404,9 +404,11 @@ TEST(Ops, DotGeneralTiledHasTheBitsOfTheNaiveDefinition) {
   cases.push_back({{2, 3, 7, 8}, {2, 3, 17, 8}, {0, 1}, {0, 1}, {3}, {3}});     // two batch dimensions
   cases.push_back({{3, 4, 10}, {3, 10, 18}, {0}, {0}, {2}, {1}});              // rhs contracting over rows (probs . v)
   for (int64_t rows : {1, 2, 3, 4})                                             // ... its columns side by side, few rows
-    for (int64_t cols : {1, 7, 8, 9, 17, 33, 64, 65, 130})  // passes of 16 to 64 columns, calls of 64
+    for (int64_t cols : {1, 7, 8, 9, 17, 33, 64, 65, 130})  // passes of 2 to 8 units of 8 columns, calls of 8
       for (int64_t k : {1, 129}) cases.push_back({{rows, k}, {k, cols}, {}, {}, {1}, {0}});
   cases.push_back({{1, 4, 2, 37}, {37, 4, 8}, {1}, {1}, {3}, {0}});             // probs . v of a decode step, batch strided
+  for (int64_t rows : {1, 2, 4})                                                // ... units of short columns from 9 batches
+    cases.push_back({{9, rows, 30}, {9, 30, 5}, {0}, {0}, {2}, {1}});
   cases.push_back({{2, 0}, {0, 9}, {}, {}, {1}, {0}});                          // no terms: +0.0
   cases.push_back({{4, 6, 5}, {7, 6, 5}, {}, {}, {1, 2}, {1, 2}});             // two contracting dimensions
   cases.push_back({{4, 6, 5}, {5, 7, 6}, {}, {}, {2, 1}, {0, 2}});             // ... listed out of order

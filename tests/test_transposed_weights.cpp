@@ -40,7 +40,9 @@ TEST(TransposedWeights, SmallWeightsGiveTheBitsOfTheWeightsAsGiven) {
         EXPECT_EQ(plain.transposed_bytes(), 0u);
         // A bf16 weight is a dot_general's rhs only once its convert is dropped (keep_values off).
         const bool few_rows = cut.str().find("rows=7") == std::string::npos;
-        if (few_rows && (dtype == DType::f32 || !keep)) EXPECT_GT(fast.transposed_bytes(), 0u);
+        if (few_rows && (dtype == DType::f32 || !keep)) {
+          EXPECT_GT(fast.transposed_bytes(), 0u);
+        }
         for (uint64_t seed : {1, 2}) {
           const TensorMap in = random_inputs(program, seed);
           expect_same_bits(plain.run(in), fast.run(in));
