@@ -47,6 +47,7 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
   }
   if (!options_.keep_values) read_bf16_as_stored();
   hold_small_weights_transposed();
+  plan_contractions();
   if (!options_.keep_values) plan_arena();
 }
 
@@ -140,6 +141,23 @@ void Executable::hold_small_weights_transposed() {
     rewritten.attrs[rhs_contracting] = ints({0});
     step.op = &rewritten;
     step.operands[1] = copy;
+  }
+}
+
+// The reference's dot_general works out which offsets each result row, column and term
+// reads from its operands' shapes; those are the program's, so each step's are worked
+// out once, here (dot_general_planned). An operand handed over in place of the program's
+// value (a bf16 weight as stored, a transposed copy) is bound already and has its own.
+void Executable::plan_contractions() {
+  if (options_.kernels) return;
+  for (Step& step : steps_) {
+    const Operation& op = *step.op;
+    if (op.kind != OpKind::dot_general) continue;
+    auto type_of = [&](size_t i) -> const TensorType& {
+      const Tensor* given = step.operands[i];
+      return given == &slots_[size_t(op.operands[i])] ? program_.type(op.operands[i]) : given->type();
+    };
+    step.kernel = dot_general_planned(op, type_of(0), type_of(1), program_.type(op.result));
   }
 }
 

@@ -91,6 +91,7 @@ class Executable {
   void finish(Step& step);
   void read_bf16_as_stored();
   void hold_small_weights_transposed();
+  void plan_contractions();
   void plan_arena();
   TensorMap run_bound();
   Tensor stored(ValueId v, const Tensor& t) const;  // a leaf as options_.store keeps it

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "reference/ieee.h"
@@ -125,28 +126,28 @@ struct DotLayout {
   Index out_size{}, res_l{}, res_r{}, con_size{}, con_l{}, con_r{};
 };
 
-DotLayout dot_layout(const Operation& op, const Tensor& lhs, const Tensor& rhs, const Tensor& out) {
+DotLayout dot_layout(const Operation& op, const TensorType& lhs, const TensorType& rhs, const TensorType& out) {
   const auto &lb = op.ints("lhs_batching_dimensions"), &rb = op.ints("rhs_batching_dimensions");
   const auto &lc = op.ints("lhs_contracting_dimensions"), &rc = op.ints("rhs_contracting_dimensions");
-  const Index ls = strides_of(lhs.shape()), rs = strides_of(rhs.shape());
+  const Index ls = strides_of(lhs.shape), rs = strides_of(rhs.shape);
   auto listed = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t dim) {
     return std::find(a.begin(), a.end(), dim) != a.end() || std::find(b.begin(), b.end(), dim) != b.end();
   };
   DotLayout g;
-  g.rank = int(out.type().rank());
-  for (int d = 0; d < g.rank; ++d) g.out_size[size_t(d)] = out.shape()[size_t(d)];
+  g.rank = int(out.rank());
+  for (int d = 0; d < g.rank; ++d) g.out_size[size_t(d)] = out.shape[size_t(d)];
   size_t d = 0;
   for (size_t i = 0; i < lb.size(); ++i, ++d, ++g.batch) {
     g.res_l[d] = ls[size_t(lb[i])];
     g.res_r[d] = rs[size_t(rb[i])];
   }
-  for (int64_t i = 0; i < lhs.type().rank(); ++i)
+  for (int64_t i = 0; i < lhs.rank(); ++i)
     if (!listed(lb, lc, i)) g.res_l[d++] = ls[size_t(i)], ++g.lhs_free;
-  for (int64_t i = 0; i < rhs.type().rank(); ++i)
+  for (int64_t i = 0; i < rhs.rank(); ++i)
     if (!listed(rb, rc, i)) g.res_r[d++] = rs[size_t(i)], ++g.rhs_free;
   g.contracted = int(lc.size());
   for (size_t i = 0; i < lc.size(); ++i) {
-    g.con_size[i] = lhs.shape()[size_t(lc[i])];
+    g.con_size[i] = lhs.shape[size_t(lc[i])];
     g.con_l[i] = ls[size_t(lc[i])];
     g.con_r[i] = rs[size_t(rc[i])];
   }
@@ -356,7 +357,7 @@ const T* rhs_data(const Tensor& rhs) {
 
 template <class T>
 void naive(const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
-  const DotLayout g = dot_layout(op, lhs, rhs, out);
+  const DotLayout g = dot_layout(op, lhs.type(), rhs.type(), out.type());
   const float* x = lhs.as<float>().data();
   const T* w = rhs_data<T>(rhs);
   float* y = out.as_mut<float>().data();
@@ -378,10 +379,10 @@ void naive(const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& ou
   } while (at.next());
 }
 
+// The tiled contraction of operands laid out as `g` says.
 template <class T>
-void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+void contract(const TileKernel& tile, const Gemm& g, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   if (out.elements() == 0) return;
-  const Gemm& g = gemm_of(dot_layout(op, lhs, rhs, out));
   const float* x = lhs.as<float>().data();
   const T* w = rhs_data<T>(rhs);
   float* y = out.as_mut<float>().data();
@@ -405,6 +406,12 @@ void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const
   });
 }
 
+template <class T>
+void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  if (out.elements() == 0) return;
+  contract<T>(tile, gemm_of(dot_layout(op, lhs.type(), rhs.type(), out.type())), lhs, rhs, out);
+}
+
 }  // namespace
 
 void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
@@ -418,5 +425,13 @@ void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in,
 }
 
 void eval_dot_general(const Operation& op, Operands in, Tensor& out) { dot_general_tiled(tile_kernel(), op, in, out); }
+
+Kernel dot_general_planned(const Operation& op, const TensorType& lhs, const TensorType& rhs, const TensorType& out) {
+  auto g = std::make_shared<const Gemm>(gemm_of(dot_layout(op, lhs, rhs, out)));
+  return [g](const Operation&, Operands in, Tensor& result) {
+    if (in[1]->dtype() == DType::bf16) return contract<uint16_t>(tile_kernel(), *g, *in[0], *in[1], result);
+    contract<float>(tile_kernel(), *g, *in[0], *in[1], result);
+  };
+}
 
 }  // namespace cutcheck
