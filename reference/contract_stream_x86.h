@@ -76,11 +76,34 @@ void stream_rows(int rows, int64_t K, const double* x, const T* const* w, double
   }
 }
 
-// The side-by-side kernel (SideFn): each pass keeps the sums of U units (8 columns each)
-// for each of R rows, enough in flight to cover the multiply-add's latency, and adds term
-// k to all of them before term k + 1. A unit of fewer than 8 columns is read through a
-// zeroed copy, so no load passes its columns' end. With `shared`, every unit has the
-// same lhs rows (one batch's columns), each row's term broadcast once for all units.
+// A unit's term: its first `cols` columns (at most 8), zero beyond them, as f32; no load
+// passes the columns' end. AVX-512 masks the load; AVX2 reads a short unit through a
+// zeroed copy.
+#ifdef __AVX512BW__
+inline __m256 unit_term(const float* p, int cols) {
+  return _mm512_castps512_ps256(_mm512_maskz_loadu_ps(__mmask16((1u << cols) - 1), p));
+}
+inline __m256 unit_term(const uint16_t* p, int cols) {
+  const __m512i bits = _mm512_maskz_loadu_epi16(__mmask32((1u << cols) - 1), p);
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm512_castsi512_si128(bits));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+#else
+template <class T>
+inline __m256 unit_term(const T* p, int cols) {
+  if (cols == 8) return load8(p);
+  T part[8] = {};
+  for (int j = 0; j < cols; ++j) part[j] = p[j];
+  return load8(part);
+}
+#endif
+
+// The side-by-side kernel (SideFn): a pass keeps the sums of U units (8 columns each)
+// for each of R rows in registers, enough in flight to cover the multiply-add's latency,
+// and adds term k to all of them before term k + 1. Always U units, so that the loop
+// over them unrolls and the sums stay in registers: a pass of fewer repeats its first
+// unit, whose repeated sums are not stored. With `shared`, every unit has the same lhs
+// rows (one batch's columns), each row's term broadcast once for all units.
 template <class V, int R, int U, bool shared, class T>
 void side_pass(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
   constexpr int W = 8 / V::lanes;
@@ -89,35 +112,40 @@ void side_pass(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit,
     for (int v = 0; v < U * W; ++v) acc[i][v] = V::zero();
   const double* x[U];
   const T* w[U];
-  bool whole[U];
-  for (int u = 0; u < U && u < units; ++u) x[u] = unit[u].x, w[u] = unit[u].w, whole[u] = unit[u].cols == 8;
+  int cols[U];
+  for (int u = 0; u < U; ++u) {
+    const SideUnit<T>& at = unit[u < units ? u : 0];
+    x[u] = at.x, w[u] = at.w, cols[u] = at.cols;
+  }
   for (int64_t k = 0; k < K; ++k) {
     typename V::vec xs[R];
     if constexpr (shared)
       for (int i = 0; i < R; ++i) xs[i] = V::splat(x[0][i * K + k]);
-    for (int u = 0; u < U && u < units; ++u) {
-      __m256 c;
-      if (whole[u]) {
-        c = load8(w[u] + kr[k]);
-      } else {
-        T part[8] = {};
-        for (int j = 0; j < unit[u].cols; ++j) part[j] = w[u][kr[k] + j];
-        c = load8(part);
-      }
+    // Unrolled whole, so that every sum has a register of its own.
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) {
       typename V::vec d[W];
-      V::widen(c, d);
+      V::widen(unit_term(w[u] + kr[k], cols[u]), d);
+#pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
         const typename V::vec xi = shared ? xs[i] : V::splat(x[u][i * K + k]);
+#pragma GCC unroll 2
         for (int v = 0; v < W; ++v) acc[i][u * W + v] = V::fma(xi, d[v], acc[i][u * W + v]);
       }
     }
   }
+  // Every sum stored by a fixed index first: an index known only at run time would keep
+  // the sums in memory throughout.
+  alignas(64) double sums[U][R][8];
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u)
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+      for (int v = 0; v < W; ++v) V::store(sums[u][i] + v * V::lanes, acc[i][u * W + v]);
   for (int u = 0; u < U && u < units; ++u)
-    for (int i = 0; i < R; ++i) {
-      alignas(64) double sums[8];
-      for (int v = 0; v < W; ++v) V::store(sums + v * V::lanes, acc[i][u * W + v]);
-      for (int j = 0; j < unit[u].cols; ++j) out[(u * R + i) * 8 + j] = sums[j];
-    }
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < cols[u]; ++j) out[(u * R + i) * 8 + j] = sums[u][i][j];
 }
 
 // Passes of U units over the call's units; U such that R x U x W sums, 8 of them, stay
