@@ -14,7 +14,7 @@ struct Kernels {
   Kernels() {
 #ifdef CUTCHECK_X86_TILES
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) list[count++] = {"avx512", 16, tile_avx512, pack_rows_avx512, {16, stream_avx512, stream_bf16_avx512},
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) list[count++] = {"avx512", 16, tile_avx512, pack_rows_avx512, {16, stream_avx512, stream_bf16_avx512},
                         {16, stream_cached_avx512, stream_cached_bf16_avx512}, cache_bytes, {side_avx512, side_bf16_avx512}};
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) list[count++] = {"avx2", 8, tile_avx2, pack_rows_plain, {8, stream_avx2, stream_bf16_avx2}, {8, stream_avx2, stream_bf16_avx2}, cache_bytes, {side_avx2, side_bf16_avx2}};
 #endif

@@ -1,5 +1,6 @@
-// The tile kernel for AVX-512F and BW (built with -mavx512f -mavx512bw; run only where
-// the CPU has both).
+// The tile kernel for AVX-512F, BW and VL (built with -mavx512f -mavx512bw -mavx512vl;
+// run only where the CPU has all three). VL lets 256-bit operations use all 32 vector
+// registers: without it the decode kernel's 8 x 8 transposes spilled to the stack.
 // GCC 12's AVX-512 headers start some intrinsics from an undefined vector, which it then
 // reports as maybe uninitialised.
 #if defined(__GNUC__) && !defined(__clang__)
