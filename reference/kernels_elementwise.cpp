@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "reference/exp_f32.h"
 #include "reference/ieee.h"
 #include "reference/kernels.h"
 
@@ -134,11 +135,15 @@ void eval_unary(const Operation& op, Operands in, Tensor& out) {
   switch (op.kind) {
     case OpKind::negate: return map1<F>(a, out, [](double x) { return -x; });
     // exp(-inf) is +0 exactly (C Annex F): a masked attention score takes no library call.
-    case OpKind::exponential: return map1<F>(a, out, [](double x) { return x == -INFINITY ? 0.0 : std::exp(x); });
+    // exp and logistic run as their definitions here, with the same bits, but most
+    // elements by a polynomial (exp_f32.h).
+    case OpKind::exponential:
+      return exp_elements(a.as<F>(), out.as_mut<F>(), [](double x) { return x == -INFINITY ? 0.0 : std::exp(x); });
     case OpKind::log: return map1<F>(a, out, [](double x) { return std::log(x); });
     case OpKind::sqrt: return map1<F>(a, out, [](double x) { return std::sqrt(x); });
     case OpKind::rsqrt: return map1<F>(a, out, [](double x) { return 1.0 / std::sqrt(x); });
-    case OpKind::logistic: return map1<F>(a, out, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+    case OpKind::logistic:
+      return logistic_elements(a.as<F>(), out.as_mut<F>(), [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
     case OpKind::sine: return map1<F>(a, out, [](double x) { return std::sin(x); });
     case OpKind::cosine: return map1<F>(a, out, [](double x) { return std::cos(x); });
     default: throw Error("not a unary op");

@@ -1,0 +1,91 @@
+#include "reference/exp_f32.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+// Built with -ffp-contract=off (reference/CMakeLists.txt): every clone below computes the
+// polynomial with the same roundings, so one check of the bound covers them all.
+
+namespace cutcheck {
+namespace {
+
+// e^x for |x| <= 88, a few units in the last place of double from exact; no branches, so
+// that the loops over a block vectorise. x = k ln 2 + r with k an integer and |r| <= 0.35
+// (ln 2 in two parts: k times the first, of 32 bits, is exact for |k| <= 128), e^r by its
+// Taylor series to r^13 (the next term is under 2^-57 of it), times 2^k made from bits.
+inline double exp_near(double x) {
+  constexpr double log2e = 0x1.71547652b82fep0, ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
+  constexpr double shifter = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
+  const double t = x * log2e + shifter;
+  const double k = t - shifter;
+  const double r = (x - k * ln2_hi) - k * ln2_lo;
+  constexpr double inverse_factorial[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                                          1.0 / 362880.0,     1.0 / 40320.0,     1.0 / 5040.0,      1.0 / 720.0,
+                                          1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,         0.5,
+                                          1.0,                1.0};
+  double p = inverse_factorial[0];
+  for (int i = 1; i < 14; ++i) p = p * r + inverse_factorial[i];
+  int64_t t_bits, shifter_bits;
+  std::memcpy(&t_bits, &t, sizeof t);
+  std::memcpy(&shifter_bits, &shifter, sizeof shifter);
+  const uint64_t scale_bits = uint64_t(t_bits - shifter_bits + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return p * scale;
+}
+
+// Whether v (a normal f32 magnitude) rounds to f32 as everything within `margin` units in
+// the last place of double of it does: its 29 bits below f32's precision are not within
+// margin of the halfway pattern 1000...0. The polynomial and libm are each a few units
+// from exact; 2^10 leaves room many times over and sends about one element in 2^18 to
+// the definition.
+inline bool clear_of_halfway(double v) {
+  constexpr int64_t margin = 1 << 10, halfway = int64_t(1) << 28, low = (int64_t(1) << 29) - 1;
+  int64_t bits;
+  std::memcpy(&bits, &v, sizeof v);
+  const int64_t d = (bits & low) - halfway;
+  return d > margin || d < -margin;
+}
+
+constexpr size_t block = 256;
+
+// A clone per vector width, picked when the program loads (x86-64).
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CUTCHECK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CUTCHECK_CLONES
+#endif
+
+// Per block: the fast values and whether each is sure, in loops that vectorise; then the
+// results, the definition called for the elements that are not.
+template <class Fast>
+inline void elements(std::span<const float> x, std::span<float> y, double lo, double hi, Fast fast, Definition definition) {
+  double value[block];
+  bool sure[block];
+  for (size_t i0 = 0; i0 < y.size(); i0 += block) {
+    const size_t n = std::min(block, y.size() - i0);
+    for (size_t i = 0; i < n; ++i) {
+      const double v = x[i0 + i];
+      const bool inside = v >= lo && v <= hi;  // false for NaN
+      value[i] = fast(inside ? v : 0.0);
+      sure[i] = inside && clear_of_halfway(value[i]);
+    }
+    for (size_t i = 0; i < n; ++i) y[i0 + i] = sure[i] ? float(value[i]) : float(definition(double(x[i0 + i])));
+  }
+}
+
+}  // namespace
+
+// e^x for x in [-87, 88] is a normal f32 (2^-126 is e^-87.3, 2^128 is e^88.7).
+CUTCHECK_CLONES void exp_elements(std::span<const float> x, std::span<float> y, Definition definition) {
+  elements(x, y, -87.0, 88.0, exp_near, definition);
+}
+
+// For x in [-87, 87], e^-x is within exp_near's range and 1 / (1 + e^-x), at least e^-87,
+// a normal f32; 1 + e and the division each add at most half a unit.
+CUTCHECK_CLONES void logistic_elements(std::span<const float> x, std::span<float> y, Definition definition) {
+  elements(x, y, -87.0, 87.0, [](double v) { return 1.0 / (1.0 + exp_near(-v)); }, definition);
+}
+
+}  // namespace cutcheck
