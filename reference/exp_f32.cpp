@@ -10,11 +10,15 @@
 namespace cutcheck {
 namespace {
 
-// e^x for |x| <= 88, a few units in the last place of double from exact; no branches, so
-// that the loops over a block vectorise. x = k ln 2 + r with k an integer and |r| <= 0.35
-// (ln 2 in two parts: k times the first, of 32 bits, is exact for |k| <= 128), e^r by its
-// Taylor series to r^13 (the next term is under 2^-57 of it), times 2^k made from bits.
-inline double exp_near(double x) {
+// Inlined into each clone, so that each vectorises the loops for its own width.
+#define CUTCHECK_INLINE inline __attribute__((always_inline))
+
+// e^x for |x| <= 88, a few units in the last place of double from exact (any other x
+// gives some value, without undefined behaviour); no branches, so that the loops over a
+// block vectorise. x = k ln 2 + r with k an integer and |r| <= 0.35 (ln 2 in two parts: k
+// times the first, of 32 bits, is exact for |k| <= 128), e^r by its Taylor series to r^13
+// (the next term is under 2^-57 of it), times 2^k made from bits.
+CUTCHECK_INLINE double exp_near(double x) {
   constexpr double log2e = 0x1.71547652b82fep0, ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
   constexpr double shifter = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
   const double t = x * log2e + shifter;
@@ -25,11 +29,12 @@ inline double exp_near(double x) {
                                           1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,         0.5,
                                           1.0,                1.0};
   double p = inverse_factorial[0];
+#pragma GCC unroll 14
   for (int i = 1; i < 14; ++i) p = p * r + inverse_factorial[i];
-  int64_t t_bits, shifter_bits;
+  uint64_t t_bits, shifter_bits;  // unsigned: garbage in, garbage out, never overflow
   std::memcpy(&t_bits, &t, sizeof t);
   std::memcpy(&shifter_bits, &shifter, sizeof shifter);
-  const uint64_t scale_bits = uint64_t(t_bits - shifter_bits + 1023) << 52;
+  const uint64_t scale_bits = (t_bits - shifter_bits + 1023) << 52;
   double scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
   return p * scale;
@@ -40,7 +45,7 @@ inline double exp_near(double x) {
 // margin of the halfway pattern 1000...0. The polynomial and libm are each a few units
 // from exact; 2^10 leaves room many times over and sends about one element in 2^18 to
 // the definition.
-inline bool clear_of_halfway(double v) {
+CUTCHECK_INLINE bool clear_of_halfway(double v) {
   constexpr int64_t margin = 1 << 10, halfway = int64_t(1) << 28, low = (int64_t(1) << 29) - 1;
   int64_t bits;
   std::memcpy(&bits, &v, sizeof v);
@@ -60,16 +65,18 @@ constexpr size_t block = 256;
 // Per block: the fast values and whether each is sure, in loops that vectorise; then the
 // results, the definition called for the elements that are not.
 template <class Fast>
-inline void elements(std::span<const float> x, std::span<float> y, double lo, double hi, Fast fast, Definition definition) {
+CUTCHECK_INLINE void elements(std::span<const float> x, std::span<float> y, double lo, double hi, Fast fast, Definition definition) {
   double value[block];
   bool sure[block];
   for (size_t i0 = 0; i0 < y.size(); i0 += block) {
     const size_t n = std::min(block, y.size() - i0);
     for (size_t i = 0; i < n; ++i) {
       const double v = x[i0 + i];
-      const bool inside = v >= lo && v <= hi;  // false for NaN
-      value[i] = fast(inside ? v : 0.0);
-      sure[i] = inside && clear_of_halfway(value[i]);
+      // Outside the range (NaN included) the fast value is garbage, never used; & rather
+      // than && and no clamping keep the loop free of branches.
+      const bool inside = (v >= lo) & (v <= hi);
+      value[i] = fast(v);
+      sure[i] = inside & clear_of_halfway(value[i]);
     }
     for (size_t i = 0; i < n; ++i) y[i0 + i] = sure[i] ? float(value[i]) : float(definition(double(x[i0 + i])));
   }
@@ -79,7 +86,7 @@ inline void elements(std::span<const float> x, std::span<float> y, double lo, do
 
 // e^x for x in [-87, 88] is a normal f32 (2^-126 is e^-87.3, 2^128 is e^88.7).
 CUTCHECK_CLONES void exp_elements(std::span<const float> x, std::span<float> y, Definition definition) {
-  elements(x, y, -87.0, 88.0, exp_near, definition);
+  elements(x, y, -87.0, 88.0, [](double v) { return exp_near(v); }, definition);
 }
 
 // For x in [-87, 87], e^-x is within exp_near's range and 1 / (1 + e^-x), at least e^-87,
