@@ -15,7 +15,10 @@ ProgramEdit with_fault(const Fault& fault, const ModelSpec& spec) {
 }
 
 ReferenceRunner::ReferenceRunner(ModelSpec spec, TensorMap weights, ProgramEdit edit, RunOptions run)
-    : spec_(std::move(spec)), weights_(std::move(weights)), edit_(std::move(edit)), options_(run) {}
+    : spec_(std::move(spec)), weights_(std::move(weights)), edit_(std::move(edit)), options_(run) {
+  // The programs of one runner read the same weights: their transposed copies are shared.
+  if (!options_.transposed) options_.transposed = std::make_shared<TransposedWeights>();
+}
 
 Executable& ReferenceRunner::plan(const Cut& cut) {
   auto it = plans_.find(cut);

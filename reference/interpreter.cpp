@@ -82,26 +82,6 @@ void Executable::read_bf16_as_stored() {
   std::erase_if(steps_, [&](const Step& step) { return dropped[size_t(step.op->result)]; });
 }
 
-namespace {
-
-// w [N, K], f32 or bf16, as f32 [K, N] (bf16 widened exactly). Sixteen rows at a time,
-// read side by side, so that each line written is written whole.
-Tensor transposed_f32(const Tensor& w) {
-  const int64_t N = w.shape()[0], K = w.shape()[1];
-  Tensor t = Tensor::uninitialized({DType::f32, {K, N}});
-  float* to = t.as_mut<float>().data();
-  auto fill = [&](const auto* from) {
-    for (int64_t n0 = 0; n0 < N; n0 += 16)
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t n = n0; n < std::min(N, n0 + 16); ++n) to[k * N + n] = widen_term(from[n * K + k]);
-  };
-  if (w.dtype() == DType::bf16) fill(reinterpret_cast<const uint16_t*>(w.raw().data()));
-  else fill(w.as<float>().data());
-  return t;
-}
-
-}  // namespace
-
 // A decode step's contraction of a few rows against a weight [N, K] (x . w^T, the
 // projections) reads each of the weight's rows whole for one output column, and a vector
 // of columns' sums has to gather its terms from as many rows. For a weight small enough
@@ -113,10 +93,10 @@ Tensor transposed_f32(const Tensor& w) {
 // Not with another kernel table, which is not known to take the rewritten operand.
 void Executable::hold_small_weights_transposed() {
   if (options_.kernels) return;
+  if (!options_.transposed) options_.transposed = std::make_shared<TransposedWeights>();
   const int64_t budget = tile_kernel().cache_bytes;
   std::vector<const Tensor*> weights;
   for (const WeightDecl& w : program_.weights) weights.push_back(&slots_[size_t(w.value)]);
-  std::vector<std::pair<const Tensor*, const Tensor*>> made;  // weight, its transposed copy
   const auto& names = op_info(OpKind::dot_general).attrs;
   const size_t rhs_contracting = size_t(std::find_if(names.begin(), names.end(), [](const AttrSpec& a) {
                                           return a.name == "rhs_contracting_dimensions";
@@ -134,9 +114,8 @@ void Executable::hold_small_weights_transposed() {
     const int64_t N = rhs.shape()[0], K = rhs.shape()[1];
     const int64_t rows = K > 0 ? program_.type(op.operands[0]).elements() / K : 0;
     if (rows < 1 || rows > stream_rows_max || N * K * int64_t(sizeof(float)) > budget) continue;
-    auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == &rhs; });
-    const Tensor* copy = it != made.end() ? it->second : &transposed_.emplace_back(transposed_f32(rhs));
-    if (it == made.end()) made.emplace_back(&rhs, copy);
+    const Tensor* copy = &options_.transposed->of(rhs);
+    if (std::find(transposed_.begin(), transposed_.end(), copy) == transposed_.end()) transposed_.push_back(copy);
     Operation& rewritten = transposed_ops_.emplace_back(op);
     rewritten.attrs[rhs_contracting] = ints({0});
     step.op = &rewritten;
@@ -163,7 +142,7 @@ void Executable::plan_contractions() {
 
 uint64_t Executable::transposed_bytes() const {
   uint64_t bytes = 0;
-  for (const Tensor& t : transposed_) bytes += t.bytes();
+  for (const Tensor* t : transposed_) bytes += t->bytes();
   return bytes;
 }
 

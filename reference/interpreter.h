@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "program/program.h"
 #include "reference/kernels.h"
+#include "reference/transposed_weights.h"
 
 namespace cutcheck {
 
@@ -33,6 +34,10 @@ struct RunOptions {
   // element-wise op, a reshape or a dynamic_update_slice then writes its result over an
   // operand that dies at it (docs/numerics.md, "In place").
   bool keep_values = true;
+  // Where the small weights' transposed copies are kept (hold_small_weights_transposed
+  // in interpreter.cpp): executables given the same one share the copies of the weights
+  // they share. Empty: each executable makes its own.
+  std::shared_ptr<TransposedWeights> transposed;
 };
 
 class Executable {
@@ -49,8 +54,8 @@ class Executable {
   const Tensor& value(ValueId id) const;
   // Without keep_values: the bytes every run's intermediates share (the arena); 0 with it.
   uint64_t arena_bytes() const { return arena_.bytes(); }
-  // The bytes of the small weights held transposed for decode-step contractions
-  // (hold_small_weights_transposed); 0 with another kernel table.
+  // The bytes of the small weights' transposed copies this executable's decode-step
+  // contractions read (hold_small_weights_transposed); 0 with another kernel table.
   uint64_t transposed_bytes() const;
 
   // Runs the whole program. Throws InputError when an input is missing, unknown,
@@ -104,9 +109,10 @@ class Executable {
   std::vector<bool> transient_;   // per value, without keep_values: lives in the arena, overwritten within a run
   std::vector<bool> fresh_;       // per value, without keep_values: computed into a new buffer each run
   Tensor arena_;                  // without keep_values: every intermediate's bytes
-  // Small weights transposed, and the contractions rewritten to read them; deques, so
-  // that the steps' pointers into them stay put.
-  std::deque<Tensor> transposed_;
+  // The small weights' transposed copies the steps read (options_.transposed holds
+  // them), and the contractions rewritten to read them, in a deque so that the steps'
+  // pointers into it stay put.
+  std::vector<const Tensor*> transposed_;
   std::deque<Operation> transposed_ops_;
   size_t next_ = 0;
   bool at_collective_ = false;  // advance() stopped at steps_[next_], a collective
