@@ -84,19 +84,25 @@ void Executable::read_bf16_as_stored() {
 
 // A decode step's contraction of a few rows against a weight [N, K] (x . w^T, the
 // projections) reads each of the weight's rows whole for one output column, and a vector
-// of columns' sums has to gather its terms from as many rows. For a weight small enough
-// to stay in cache from step to step (TileKernel::cache_bytes, stories260K's all are),
-// the interpreter keeps a transposed copy [K, N] made once, widened to f32 if stored as
-// bf16, and runs the contraction on it with the contracting dimension 0: term k of every
-// column is then one run of memory (the side-by-side kernel). The same sums, each over
-// the same terms in the same order, so the same bits; the weight itself stays as it is.
-// Not with another kernel table, which is not known to take the rewritten operand.
+// of columns' sums has to gather its terms from as many rows. When the program's weights
+// are few enough to stay in cache from step to step (transposed_weights_max_bytes), the
+// interpreter keeps a transposed copy [K, N] of each such weight, made once, widened to
+// f32 if stored as bf16, and runs the contraction on it with the contracting dimension
+// 0: term k of every column is then one run of memory (the side-by-side kernel). The
+// same sums, each over the same terms in the same order, so the same bits; the weight
+// itself stays as it is. Larger models stream their weights from memory, where a copy
+// would only add to the bytes read. Not with another kernel table, which is not known
+// to take the rewritten operand.
 void Executable::hold_small_weights_transposed() {
   if (options_.kernels) return;
   if (!options_.transposed) options_.transposed = std::make_shared<TransposedWeights>();
-  const int64_t budget = tile_kernel().cache_bytes;
   std::vector<const Tensor*> weights;
-  for (const WeightDecl& w : program_.weights) weights.push_back(&slots_[size_t(w.value)]);
+  int64_t bytes = 0;
+  for (const WeightDecl& w : program_.weights) {
+    weights.push_back(&slots_[size_t(w.value)]);
+    bytes += weights.back()->elements() * int64_t(sizeof(float));
+  }
+  if (bytes > transposed_weights_max_bytes) return;
   const auto& names = op_info(OpKind::dot_general).attrs;
   const size_t rhs_contracting = size_t(std::find_if(names.begin(), names.end(), [](const AttrSpec& a) {
                                           return a.name == "rhs_contracting_dimensions";
@@ -111,9 +117,9 @@ void Executable::hold_small_weights_transposed() {
         !op.ints("lhs_batching_dimensions").empty() || op.ints("rhs_contracting_dimensions") != std::vector<int64_t>{1} ||
         lc.size() != 1)
       continue;
-    const int64_t N = rhs.shape()[0], K = rhs.shape()[1];
+    const int64_t K = rhs.shape()[1];
     const int64_t rows = K > 0 ? program_.type(op.operands[0]).elements() / K : 0;
-    if (rows < 1 || rows > stream_rows_max || N * K * int64_t(sizeof(float)) > budget) continue;
+    if (rows < 1 || rows > stream_rows_max) continue;
     const Tensor* copy = &options_.transposed->of(rhs);
     if (std::find(transposed_.begin(), transposed_.end(), copy) == transposed_.end()) transposed_.push_back(copy);
     Operation& rewritten = transposed_ops_.emplace_back(op);

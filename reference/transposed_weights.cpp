@@ -40,4 +40,11 @@ const Tensor& TransposedWeights::of(const Tensor& w) {
   return *made_.back().second;
 }
 
+uint64_t TransposedWeights::bytes() {
+  std::lock_guard lock(m_);
+  uint64_t total = 0;
+  for (const auto& made : made_) total += made.second->bytes();
+  return total;
+}
+
 }  // namespace cutcheck

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -14,11 +15,18 @@
 
 namespace cutcheck {
 
+// A program whose weights total at most this many bytes as f32 reads them from cache
+// step after step (stories260K's are 1 MiB; bench512's 104 MiB come from memory): only
+// then are the weights its decode steps contract transposed.
+constexpr int64_t transposed_weights_max_bytes = int64_t(4) << 20;
+
 class TransposedWeights {
  public:
   // w [N, K] (f32, or bf16 widened exactly) as f32 [K, N]: made on the first call for
   // w's storage, the same tensor after that. Safe to call from several threads.
   const Tensor& of(const Tensor& w);
+  // The bytes the copies made so far hold.
+  uint64_t bytes();
 
  private:
   std::mutex m_;

@@ -51,25 +51,36 @@ TEST(TransposedWeights, SmallWeightsGiveTheBitsOfTheWeightsAsGiven) {
   }
 }
 
-// Which contractions qualify: up to stream_rows_max lhs rows, against a rank-2 weight of at
-// most TileKernel::cache_bytes as f32 whose terms are its rows; a weight read by two such
-// contractions is transposed once.
-TEST(TransposedWeights, OnlySmallWeightsOfDecodeContractionsAreTransposed) {
-  const int64_t K = 64, budget_rows = tile_kernel().cache_bytes / (K * 4);
-  auto planned = [&](int64_t rows, int64_t N, bool twice) {
+// Which contractions qualify: up to stream_rows_max lhs rows, against a rank-2 weight
+// whose terms are its rows, in a program whose weights total at most
+// transposed_weights_max_bytes as f32; a weight read by two such contractions is
+// transposed once, and executables given the same RunOptions::transposed share it.
+TEST(TransposedWeights, OnlyTheWeightsOfSmallModelsDecodeStepsAreTransposed) {
+  const int64_t K = 64, most_rows = transposed_weights_max_bytes / (K * 4);
+  auto program_of = [&](int64_t rows, int64_t N, bool twice) {
     Builder b("small_weight");
     const ValueId x = b.input("x", {DType::f32, {rows, K}}), w = b.weight("w", {DType::f32, {N, K}});
     b.output("y", b.dot(x, w, {1}, {1}, "y"));
     if (twice) b.output("z", b.dot(x, w, {1}, {1}, "z"));
-    const Program program = b.finish();
+    return b.finish();
+  };
+  auto planned = [&](int64_t rows, int64_t N, bool twice) {
     const TensorMap weights{{"w", Tensor({DType::f32, {N, K}})}};
-    return Executable(program, weights).transposed_bytes();
+    return Executable(program_of(rows, N, twice), weights).transposed_bytes();
   };
   EXPECT_EQ(planned(1, 10, false), uint64_t(10 * K * 4));
   EXPECT_EQ(planned(4, 10, true), uint64_t(10 * K * 4));
   EXPECT_EQ(planned(5, 10, false), 0u);
-  EXPECT_EQ(planned(1, budget_rows, false), uint64_t(budget_rows * K * 4));
-  EXPECT_EQ(planned(1, budget_rows + 1, false), 0u);
+  EXPECT_EQ(planned(1, most_rows, false), uint64_t(most_rows * K * 4));
+  EXPECT_EQ(planned(1, most_rows + 1, false), 0u);
+
+  RunOptions shared;
+  shared.transposed = std::make_shared<TransposedWeights>();
+  const TensorMap weights{{"w", Tensor({DType::f32, {10, K}})}};
+  Executable one(program_of(1, 10, false), weights, shared), two(program_of(2, 10, true), weights, shared);
+  EXPECT_EQ(one.transposed_bytes(), uint64_t(10 * K * 4));
+  EXPECT_EQ(two.transposed_bytes(), uint64_t(10 * K * 4));
+  EXPECT_EQ(shared.transposed->bytes(), uint64_t(10 * K * 4)) << "one copy for both";
 }
 
 }  // namespace
