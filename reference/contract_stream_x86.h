@@ -148,20 +148,27 @@ void side_pass(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit,
       for (int j = 0; j < cols[u]; ++j) out[(u * R + i) * 8 + j] = sums[u][i][j];
 }
 
-// Passes of U units over the call's units; U such that R x U x W sums, 8 of them, stay
-// in registers (AVX-512 has 32, AVX2 16).
+// One pass over n <= U units, by the narrowest pass that holds them (U, U / 2, ...), so
+// that a short pass does not repeat its first unit many times over.
+template <class V, int R, int U, class T>
+void side_fit(int64_t K, const int64_t* kr, int n, const SideUnit<T>* unit, double* out) {
+  if constexpr (U > 1)
+    if (n <= U / 2) return side_fit<V, R, U / 2>(K, kr, n, unit, out);
+  bool shared = true;
+  for (int u = 1; u < n; ++u) shared = shared && unit[u].x == unit[0].x;
+  if (shared)
+    side_pass<V, R, U, true>(K, kr, n, unit, out);
+  else
+    side_pass<V, R, U, false>(K, kr, n, unit, out);
+}
+
+// Passes of up to U units over the call's units; U such that R x U x W sums, 8 of them,
+// stay in registers (AVX-512 has 32, AVX2 16).
 template <class V, int R, class T>
 void side_of(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
   constexpr int U = 8 / (R * (8 / V::lanes)) > 0 ? 8 / (R * (8 / V::lanes)) : 1;
-  for (int u0 = 0; u0 < units; u0 += U) {
-    const int n = units - u0 < U ? units - u0 : U;
-    bool shared = true;
-    for (int u = 1; u < n; ++u) shared = shared && unit[u0 + u].x == unit[u0].x;
-    if (shared)
-      side_pass<V, R, U, true>(K, kr, n, unit + u0, out + u0 * R * 8);
-    else
-      side_pass<V, R, U, false>(K, kr, n, unit + u0, out + u0 * R * 8);
-  }
+  for (int u0 = 0; u0 < units; u0 += U)
+    side_fit<V, R, U>(K, kr, units - u0 < U ? units - u0 : U, unit + u0, out + u0 * R * 8);
 }
 
 template <class V, class T>
