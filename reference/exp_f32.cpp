@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "reference/ieee.h"
+
 // Built with -ffp-contract=off (reference/CMakeLists.txt): every clone below computes the
 // polynomial with the same roundings, so one check of the bound covers them all.
 
@@ -59,19 +61,11 @@ constexpr size_t block = 256;
 #define CUTCHECK_CLONES
 #endif
 
-// The bits of an f32 as an integer that orders as the values do: negative values have
-// their magnitude bits flipped. NaNs fall beyond the infinities. Its own inverse.
-[[gnu::always_inline]] inline int32_t order_key(int32_t bits) { return bits ^ ((bits >> 31) & 0x7fffffff); }
-
 // Per block: the fast values and whether each is sure, in a loop that vectorises; then
 // the definition called for the elements that are not.
 template <class Fast>
 [[gnu::always_inline]] inline void elements(std::span<const float> x, std::span<float> y, float lo, float hi, Fast fast, Definition definition) {
-  int32_t key_lo, key_hi;
-  std::memcpy(&key_lo, &lo, sizeof lo);
-  std::memcpy(&key_hi, &hi, sizeof hi);
-  key_lo = order_key(key_lo);
-  key_hi = order_key(key_hi);
+  const int32_t key_lo = f32_order_key(lo), key_hi = f32_order_key(hi);
   bool sure[block];
   float result[block];  // y may be x itself (an op written over its operand): x is read first
   for (size_t i0 = 0; i0 < y.size(); i0 += block) {
@@ -81,8 +75,8 @@ template <class Fast>
     for (size_t i = 0; i < n; ++i) {
       int32_t bits;
       std::memcpy(&bits, &x[i0 + i], sizeof bits);
-      const int32_t key = order_key(bits), clamped = std::min(std::max(key, key_lo), key_hi);
-      const int32_t inside_bits = order_key(clamped);
+      const int32_t key = f32_order_key(bits), clamped = std::min(std::max(key, key_lo), key_hi);
+      const int32_t inside_bits = f32_order_key(clamped);
       float inside;
       std::memcpy(&inside, &inside_bits, sizeof inside);
       const double value = fast(double(inside));
