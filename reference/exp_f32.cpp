@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "reference/ieee.h"
+#include "reference/vector_clones.h"
 
 // Built with -ffp-contract=off (reference/CMakeLists.txt): every clone below computes the
 // polynomial with the same roundings, so one check of the bound covers them all.
@@ -52,14 +53,9 @@ namespace {
 
 constexpr size_t block = 256;
 
-// A clone per vector width, picked when the program loads (x86-64). The helpers above and
-// `elements` are inlined into each clone by force: a call out of a clone runs the
-// baseline code, one element at a time (exp took 14% of a stories260K generate so).
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CUTCHECK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CUTCHECK_CLONES
-#endif
+// exp_elements and logistic_elements run in a clone per vector width (vector_clones.h);
+// the helpers above and `elements` are inlined into each by force (called out of line
+// they ran one element at a time: exp took 14% of a stories260K generate so).
 
 // Per block: the fast values and whether each is sure, in a loop that vectorises; then
 // the definition called for the elements that are not.
@@ -72,6 +68,7 @@ template <class Fast>
     const size_t n = std::min(block, y.size() - i0);
     // The range test clamps integers: with a floating-point compare (which may trap on NaN,
     // as GCC keeps it) or a branch, the loop does not vectorise.
+    int32_t unsure = 0;
     for (size_t i = 0; i < n; ++i) {
       int32_t bits;
       std::memcpy(&bits, &x[i0 + i], sizeof bits);
@@ -88,9 +85,10 @@ template <class Fast>
       std::memcpy(&result_bits, &rounded, sizeof result_bits);
       result_bits &= ~minus_inf;
       sure[i] = ((key == clamped) & clear_of_halfway(value)) | (minus_inf != 0);
+      unsure += !sure[i];
       std::memcpy(&result[i], &result_bits, sizeof result_bits);
     }
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i = 0; unsure > 0 && i < n; ++i)
       if (!sure[i]) result[i] = float(definition(double(x[i0 + i])));
     std::memcpy(&y[i0], result, n * sizeof(float));
   }
