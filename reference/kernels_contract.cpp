@@ -61,14 +61,15 @@ void fold(const Tensor& a, const Split& s, Tensor& out, Acc identity, Combine co
     // The same fold without the index walk: when the reduced dimensions are the last
     // ones, result element o's terms are the reduced_count elements from o * reduced_count
     // on, in memory in ascending row-major order of the reduced indices, and result
-    // elements follow in row-major order of the kept ones. Four result elements are
+    // elements follow in row-major order of the kept ones. Eight result elements are
     // folded side by side (each still taking its own terms in order), so that their
     // chains of additions overlap.
     const size_t n = size_t(s.reduced_count);
-    constexpr size_t side = 4;
+    constexpr size_t side = 8;
     for (; o < y.size(); o += side) {
       const size_t count = std::min(side, y.size() - o);
-      Acc acc[side] = {identity, identity, identity, identity};
+      Acc acc[side];
+      std::fill_n(acc, side, identity);
       const T* terms = x.data() + o * n;
       if (count == side) {
         for (size_t i = 0; i < n; ++i)
