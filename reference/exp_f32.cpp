@@ -4,21 +4,20 @@
 #include <cstdint>
 #include <cstring>
 
+#include "reference/ieee.h"
+#include "reference/vector_clones.h"
+
 // Built with -ffp-contract=off (reference/CMakeLists.txt): every clone below computes the
 // polynomial with the same roundings, so one check of the bound covers them all.
 
 namespace cutcheck {
 namespace {
 
-// Inlined into each clone, so that each vectorises the loops for its own width.
-#define CUTCHECK_INLINE inline __attribute__((always_inline))
-
-// e^x for |x| <= 88, a few units in the last place of double from exact (any other x
-// gives some value, without undefined behaviour); no branches, so that the loops over a
-// block vectorise. x = k ln 2 + r with k an integer and |r| <= 0.35 (ln 2 in two parts: k
-// times the first, of 32 bits, is exact for |k| <= 128), e^r by its Taylor series to r^13
-// (the next term is under 2^-57 of it), times 2^k made from bits.
-CUTCHECK_INLINE double exp_near(double x) {
+// e^x for |x| <= 88, a few units in the last place of double from exact; no branches, so
+// that the loops over a block vectorise. x = k ln 2 + r with k an integer and |r| <= 0.35
+// (ln 2 in two parts: k times the first, of 32 bits, is exact for |k| <= 128), e^r by its
+// Taylor series to r^13 (the next term is under 2^-57 of it), times 2^k made from bits.
+[[gnu::always_inline]] inline double exp_near(double x) {
   constexpr double log2e = 0x1.71547652b82fep0, ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
   constexpr double shifter = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
   const double t = x * log2e + shifter;
@@ -29,12 +28,11 @@ CUTCHECK_INLINE double exp_near(double x) {
                                           1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,         0.5,
                                           1.0,                1.0};
   double p = inverse_factorial[0];
-#pragma GCC unroll 14
   for (int i = 1; i < 14; ++i) p = p * r + inverse_factorial[i];
-  uint64_t t_bits, shifter_bits;  // unsigned: garbage in, garbage out, never overflow
+  int64_t t_bits, shifter_bits;
   std::memcpy(&t_bits, &t, sizeof t);
   std::memcpy(&shifter_bits, &shifter, sizeof shifter);
-  const uint64_t scale_bits = (t_bits - shifter_bits + 1023) << 52;
+  const uint64_t scale_bits = uint64_t(t_bits - shifter_bits + 1023) << 52;
   double scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
   return p * scale;
@@ -45,40 +43,54 @@ CUTCHECK_INLINE double exp_near(double x) {
 // margin of the halfway pattern 1000...0. The polynomial and libm are each a few units
 // from exact; 2^10 leaves room many times over and sends about one element in 2^18 to
 // the definition.
-CUTCHECK_INLINE bool clear_of_halfway(double v) {
+[[gnu::always_inline]] inline bool clear_of_halfway(double v) {
   constexpr int64_t margin = 1 << 10, halfway = int64_t(1) << 28, low = (int64_t(1) << 29) - 1;
   int64_t bits;
   std::memcpy(&bits, &v, sizeof v);
   const int64_t d = (bits & low) - halfway;
-  return d > margin || d < -margin;
+  return (d > margin) | (d < -margin);
 }
 
 constexpr size_t block = 256;
 
-// A clone per vector width, picked when the program loads (x86-64).
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CUTCHECK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CUTCHECK_CLONES
-#endif
+// exp_elements and logistic_elements run in a clone per vector width (vector_clones.h);
+// the helpers above and `elements` are inlined into each by force (called out of line
+// they ran one element at a time: exp took 14% of a stories260K generate so).
 
-// Per block: the fast values and whether each is sure, in loops that vectorise; then the
-// results, the definition called for the elements that are not.
+// Per block: the fast values and whether each is sure, in a loop that vectorises; then
+// the definition called for the elements that are not.
 template <class Fast>
-CUTCHECK_INLINE void elements(std::span<const float> x, std::span<float> y, double lo, double hi, Fast fast, Definition definition) {
-  double value[block];
+[[gnu::always_inline]] inline void elements(std::span<const float> x, std::span<float> y, float lo, float hi, Fast fast, Definition definition) {
+  const int32_t key_lo = f32_order_key(lo), key_hi = f32_order_key(hi);
   bool sure[block];
+  float result[block];  // y may be x itself (an op written over its operand): x is read first
   for (size_t i0 = 0; i0 < y.size(); i0 += block) {
     const size_t n = std::min(block, y.size() - i0);
+    // The range test clamps integers: with a floating-point compare (which may trap on NaN,
+    // as GCC keeps it) or a branch, the loop does not vectorise.
+    int32_t unsure = 0;
     for (size_t i = 0; i < n; ++i) {
-      const double v = x[i0 + i];
-      // Outside the range (NaN included) the fast value is garbage, never used; & rather
-      // than && and no clamping keep the loop free of branches.
-      const bool inside = (v >= lo) & (v <= hi);
-      value[i] = fast(v);
-      sure[i] = inside & clear_of_halfway(value[i]);
+      int32_t bits;
+      std::memcpy(&bits, &x[i0 + i], sizeof bits);
+      const int32_t key = f32_order_key(bits), clamped = std::min(std::max(key, key_lo), key_hi);
+      const int32_t inside_bits = f32_order_key(clamped);
+      float inside;
+      std::memcpy(&inside, &inside_bits, sizeof inside);
+      const double value = fast(double(inside));
+      // Both definitions are +0 at -inf (exp(-inf) = +0 in C Annex F, 1 / (1 + inf) = +0):
+      // the masked scores of an attention, often most of its cache, need no call.
+      const int32_t minus_inf = -int32_t(bits == int32_t(0xff800000u));  // all ones if so
+      const float rounded = float(value);
+      int32_t result_bits;
+      std::memcpy(&result_bits, &rounded, sizeof result_bits);
+      result_bits &= ~minus_inf;
+      sure[i] = ((key == clamped) & clear_of_halfway(value)) | (minus_inf != 0);
+      unsure += !sure[i];
+      std::memcpy(&result[i], &result_bits, sizeof result_bits);
     }
-    for (size_t i = 0; i < n; ++i) y[i0 + i] = sure[i] ? float(value[i]) : float(definition(double(x[i0 + i])));
+    for (size_t i = 0; unsure > 0 && i < n; ++i)
+      if (!sure[i]) result[i] = float(definition(double(x[i0 + i])));
+    std::memcpy(&y[i0], result, n * sizeof(float));
   }
 }
 
@@ -86,13 +98,13 @@ CUTCHECK_INLINE void elements(std::span<const float> x, std::span<float> y, doub
 
 // e^x for x in [-87, 88] is a normal f32 (2^-126 is e^-87.3, 2^128 is e^88.7).
 CUTCHECK_CLONES void exp_elements(std::span<const float> x, std::span<float> y, Definition definition) {
-  elements(x, y, -87.0, 88.0, [](double v) { return exp_near(v); }, definition);
+  elements(x, y, -87.0f, 88.0f, [](double v) { return exp_near(v); }, definition);
 }
 
 // For x in [-87, 87], e^-x is within exp_near's range and 1 / (1 + e^-x), at least e^-87,
 // a normal f32; 1 + e and the division each add at most half a unit.
 CUTCHECK_CLONES void logistic_elements(std::span<const float> x, std::span<float> y, Definition definition) {
-  elements(x, y, -87.0, 87.0, [](double v) { return 1.0 / (1.0 + exp_near(-v)); }, definition);
+  elements(x, y, -87.0f, 87.0f, [](double v) { return 1.0 / (1.0 + exp_near(-v)); }, definition);
 }
 
 }  // namespace cutcheck

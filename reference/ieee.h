@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace cutcheck {
 
@@ -16,6 +18,18 @@ inline double ieee_minimum(double x, double y) {
   if (std::isnan(x) || std::isnan(y)) return NAN;
   if (x == y) return std::signbit(x) ? x : y;  // min(-0, +0) = -0
   return x < y ? x : y;
+}
+
+// The bits of an f32 as an integer that orders as the values do: -0 just below +0, NaNs
+// beyond the infinities (by sign). Negative values have their magnitude bits flipped, so
+// the map is its own inverse. Integer compares of keys vectorise where a floating-point
+// compare, which may trap on NaN, keeps GCC to a branch.
+inline int32_t f32_order_key(int32_t bits) { return bits ^ ((bits >> 31) & 0x7fffffff); }
+
+inline int32_t f32_order_key(float x) {
+  int32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return f32_order_key(bits);
 }
 
 }  // namespace cutcheck

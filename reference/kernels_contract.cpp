@@ -2,6 +2,7 @@
 // ascending row-major order of the summed dimensions, and round once at the end.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -60,14 +61,15 @@ void fold(const Tensor& a, const Split& s, Tensor& out, Acc identity, Combine co
     // The same fold without the index walk: when the reduced dimensions are the last
     // ones, result element o's terms are the reduced_count elements from o * reduced_count
     // on, in memory in ascending row-major order of the reduced indices, and result
-    // elements follow in row-major order of the kept ones. Four result elements are
+    // elements follow in row-major order of the kept ones. Eight result elements are
     // folded side by side (each still taking its own terms in order), so that their
     // chains of additions overlap.
     const size_t n = size_t(s.reduced_count);
-    constexpr size_t side = 4;
+    constexpr size_t side = 8;
     for (; o < y.size(); o += side) {
       const size_t count = std::min(side, y.size() - o);
-      Acc acc[side] = {identity, identity, identity, identity};
+      Acc acc[side];
+      std::fill_n(acc, side, identity);
       const T* terms = x.data() + o * n;
       if (count == side) {
         for (size_t i = 0; i < n; ++i)
@@ -92,6 +94,34 @@ void fold(const Tensor& a, const Split& s, Tensor& out, Acc identity, Combine co
   } while (kept.next());
 }
 
+// f32 max or min over the last dimensions, as `fold` with ieee_maximum (ieee_minimum)
+// computes it, without a branch per term. That fold's result does not depend on the
+// order of the terms: NaN (the one NAN ieee_maximum returns) if any term is NaN, else the
+// greatest term, +0 above -0, or the identity when there are none. So each row is taken
+// in whatever order vectorises: the greatest key of f32_order_key (which orders -0
+// below +0), and whether a NaN was seen.
+template <bool greatest>
+void extreme_trailing(std::span<const float> x, std::span<float> y, size_t n) {
+  const int32_t identity = f32_order_key(greatest ? -INFINITY : INFINITY);
+  const float nan = float(greatest ? ieee_maximum(NAN, 0.0) : ieee_minimum(NAN, 0.0));
+  for (size_t o = 0; o < y.size(); ++o) {
+    const float* terms = x.data() + o * n;
+    int32_t best = identity;
+    int32_t any_nan = 0;
+    for (size_t i = 0; i < n; ++i) {
+      int32_t bits;
+      std::memcpy(&bits, &terms[i], sizeof bits);
+      const int32_t key = f32_order_key(bits);
+      best = greatest ? std::max(best, key) : std::min(best, key);
+      any_nan |= int32_t((bits & 0x7fffffff) > 0x7f800000);
+    }
+    const int32_t result = f32_order_key(best);
+    float value;
+    std::memcpy(&value, &result, sizeof value);
+    y[o] = any_nan ? nan : value;
+  }
+}
+
 }  // namespace
 
 void eval_reduce(const Operation& op, Operands in, Tensor& out) {
@@ -100,6 +130,11 @@ void eval_reduce(const Operation& op, Operands in, Tensor& out) {
   Split s = split_dims(a.shape(), op.ints("dimensions"));
   if (a.dtype() == DType::f32) {
     if (kind == "add") return fold<float, double>(a, s, out, 0.0, [](double acc, float v) { return acc + v; });
+    if (s.trailing && (kind == "max" || kind == "min")) {
+      const size_t n = size_t(s.reduced_count);
+      if (kind == "max") return extreme_trailing<true>(a.as<float>(), out.as_mut<float>(), n);
+      return extreme_trailing<false>(a.as<float>(), out.as_mut<float>(), n);
+    }
     if (kind == "max") return fold<float, double>(a, s, out, -INFINITY, [](double acc, float v) { return ieee_maximum(acc, v); });
     return fold<float, double>(a, s, out, INFINITY, [](double acc, float v) { return ieee_minimum(acc, v); });
   }

@@ -10,19 +10,21 @@
 #include "reference/exp_f32.h"
 #include "reference/ieee.h"
 #include "reference/kernels.h"
+#include "reference/vector_clones.h"
 
 namespace cutcheck {
 namespace {
 
+// Inlined into the clones of the ops that run them (vector_clones.h).
 template <class T, class F>
-void map1(const Tensor& a, Tensor& out, F f) {
+[[gnu::always_inline]] inline void map1(const Tensor& a, Tensor& out, F f) {
   auto x = a.as<T>();
   auto y = out.as_mut<T>();
   for (size_t i = 0; i < y.size(); ++i) y[i] = T(f(x[i]));
 }
 
 template <class T, class R, class F>
-void map2(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+[[gnu::always_inline]] inline void map2(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   auto x = a.as<T>();
   auto y = b.as<T>();
   auto z = out.as_mut<R>();
@@ -99,7 +101,7 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
   }
 }
 
-void eval_binary(const Operation& op, Operands in, Tensor& out) {
+CUTCHECK_CLONES void eval_binary(const Operation& op, Operands in, Tensor& out) {
   const Tensor &a = *in[0], &b = *in[1];
   if (a.dtype() == DType::i32) {
     using I = int32_t;
@@ -204,7 +206,7 @@ namespace {
 
 // Elements are moved as unsigned integers of their width: select never looks at values.
 template <class Bits>
-void select_bits(std::span<const uint8_t> pred, const Tensor& on_true, const Tensor& on_false, Tensor& out) {
+[[gnu::always_inline]] inline void select_bits(std::span<const uint8_t> pred, const Tensor& on_true, const Tensor& on_false, Tensor& out) {
   const Bits* t = reinterpret_cast<const Bits*>(on_true.raw().data());
   const Bits* f = reinterpret_cast<const Bits*>(on_false.raw().data());
   Bits* y = reinterpret_cast<Bits*>(out.raw_mut().data());
@@ -216,7 +218,7 @@ void select_bits(std::span<const uint8_t> pred, const Tensor& on_true, const Ten
 
 }  // namespace
 
-void eval_select(const Operation&, Operands in, Tensor& out) {
+CUTCHECK_CLONES void eval_select(const Operation&, Operands in, Tensor& out) {
   // result[i] = pred[i] ? on_true[i] : on_false[i]
   if (dtype_size(out.dtype()) == 4) select_bits<uint32_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);
   else if (dtype_size(out.dtype()) == 2) select_bits<uint16_t>(in[0]->as<uint8_t>(), *in[1], *in[2], out);

@@ -85,6 +85,24 @@ TEST(ExpF32, EdgesAndSpecialValuesGiveTheDefinitionsBits) {
   EXPECT_EQ(mismatches(x), 0);
 }
 
+// An op may write its result over its operand: the same span as input and output must
+// give the definition's bits too, elements sent to the definition included (NaN, -inf,
+// inputs out of range, an exp near a halfway point).
+TEST(ExpF32, InPlaceGivesTheDefinitionsBits) {
+  std::vector<float> x;
+  for (uint32_t b = 0; b < (1u << 20); ++b) x.push_back(from_bits(b * 4099u));
+  for (float special : {-INFINITY, INFINITY, NAN, -100.0f, 100.0f, 0.5f}) x.push_back(special);
+  std::vector<float> e = x, l = x;
+  exp_elements(e, e, exp_definition);
+  logistic_elements(l, l, logistic_definition);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want_e = float(exp_definition(double(x[i]))), want_l = float(logistic_definition(double(x[i])));
+    if (bits_of(e[i]) != bits_of(want_e) || bits_of(l[i]) != bits_of(want_l)) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 // The guard itself: an element whose value lies near a halfway point takes the
 // definition, any other the polynomial. With a definition that answers 0, the nearest
 // such inputs give 0 and the others their exp. (The polynomial agrees with libm on every

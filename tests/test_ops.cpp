@@ -1,6 +1,7 @@
 // Each op of the language against values worked out by hand.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -269,7 +270,8 @@ TEST(Ops, ReduceHasTheBitsOfItsDefinitionOnEveryLayout) {
   const std::vector<Case> cases = {
       {{1, 4, 2, 13}, {3}}, {{7, 9}, {1}},    {{5, 3}, {1}},       {{1, 1}, {1}},       {{3, 0}, {1}},
       {{0, 5}, {1}},        {{2, 3, 5}, {1, 2}}, {{6, 5}, {0}},    {{4, 6, 5}, {1}},    {{4, 6, 5}, {0, 2}},
-      {{300}, {0}},         {{9, 8}, {0, 1}},   {{5, 1, 7}, {2}},  {{5, 7, 1}, {1, 2}}, {{2, 1, 300}, {2}}};
+      {{300}, {0}},         {{9, 8}, {0, 1}},   {{5, 1, 7}, {2}},  {{5, 7, 1}, {1, 2}}, {{2, 1, 300}, {2}},
+      {{11, 37}, {1}}};
   std::mt19937 rng(23);
   std::uniform_int_distribution<int> pick(0, 999);
   std::uniform_real_distribution<float> fraction(1.0f, 2.0f);
@@ -308,6 +310,40 @@ TEST(Ops, ReduceHasTheBitsOfItsDefinitionOnEveryLayout) {
       Tensor want(TensorType{DType::f32, kept_shape});
       for (size_t r = 0; r < results; ++r) want.as_mut<float>()[r] = float(acc[r]);
       EXPECT_TRUE(run_op(OpKind::reduce, {x}, {word(kind), ints(c.dims)}).same_bits(want)) << "case " << n << ", " << kind;
+    }
+  }
+}
+
+// max and min over the last dimension take their terms in any order (eval_reduce's
+// extreme_trailing); held here to the ordered fold of ieee_maximum / ieee_minimum on the
+// values where order or representation could show: NaNs of either sign and payload,
+// infinities, both zeros, subnormals, the largest finite values; rows of 0 to 40 terms,
+// some with no NaN, some all -inf or all +inf.
+TEST(Ops, ReduceMaxAndMinHaveTheOrderedFoldsBitsOnEdgeValues) {
+  const float special[] = {NAN, -NAN, std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0xffc00123u),
+                           INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+                           3.4028235e38f, -3.4028235e38f, 1.0f, -1.0f};
+  std::mt19937 rng(29);
+  for (int64_t n = 0; n <= 40; ++n) {
+    const int64_t rows = 12;
+    Tensor x(TensorType{DType::f32, {rows, n}});
+    auto v = x.as_mut<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        float& e = v[size_t(r * n + i)];
+        // rows 0-3 without NaN; rows 4 and 5 all -inf and all +inf; the rest anything.
+        const size_t first = r < 4 ? 4 : 0;
+        e = r == 4 ? -INFINITY : r == 5 ? INFINITY : special[first + rng() % (std::size(special) - first)];
+      }
+    for (const char* kind : {"max", "min"}) {
+      const bool is_max = kind == std::string("max");
+      Tensor want(TensorType{DType::f32, {rows}});
+      for (int64_t r = 0; r < rows; ++r) {
+        double a = is_max ? -INFINITY : INFINITY;
+        for (int64_t i = 0; i < n; ++i) a = is_max ? ieee_maximum(a, v[size_t(r * n + i)]) : ieee_minimum(a, v[size_t(r * n + i)]);
+        want.as_mut<float>()[size_t(r)] = float(a);
+      }
+      EXPECT_TRUE(run_op(OpKind::reduce, {x}, {word(kind), ints({1})}).same_bits(want)) << "n " << n << ", " << kind;
     }
   }
 }
