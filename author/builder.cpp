@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "core/error.h"
 #include "program/verifier.h"
 
@@ -14,10 +16,10 @@ Builder::Builder(std::string label, std::optional<Replica> replica) {
 
 ValueId Builder::define(const std::string& name, TensorType type) {
   // Names are unique: a repeated hint gets a numeric suffix.
-  std::string unique = name;
-  for (int i = 2; names_.count(unique); ++i) unique = fmt::format("{}_{}", name, i);
-  names_.insert(unique);
-  program_.values.push_back({unique, std::move(type)});
+  // Inserting is the test (one lookup, no copy of the hint unless it is taken).
+  auto [at, fresh] = names_.insert(name);
+  for (int i = 2; !fresh; ++i) std::tie(at, fresh) = names_.insert(fmt::format("{}_{}", name, i));
+  program_.values.push_back({*at, std::move(type)});
   return ValueId(program_.values.size() - 1);
 }
 

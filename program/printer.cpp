@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
+#include <string_view>
 
 #include "program/text.h"
 
@@ -16,20 +18,28 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-std::string format_attr(const Attr& attr, DType result_dtype) {
+// Writes straight onto the text being printed: a program has hundreds of attributes, and a
+// string made for each, then joined and copied, costs allocations and copies for nothing.
+void write_attr(std::string& out, const Attr& attr, DType result_dtype) {
+  auto to = std::back_inserter(out);
   struct Visitor {
+    std::string& out;
+    std::back_insert_iterator<std::string> to;
     DType dtype;
-    std::string operator()(int64_t v) const { return fmt::format("{}", v); }
-    std::string operator()(double v) const { return format_number(v, dtype); }
-    std::string operator()(const std::vector<int64_t>& v) const { return fmt::format("[{}]", fmt::join(v, ", ")); }
-    std::string operator()(const std::vector<std::vector<int64_t>>& v) const {
-      std::vector<std::string> parts;
-      for (const auto& g : v) parts.push_back((*this)(g));
-      return fmt::format("[{}]", fmt::join(parts, ", "));
+    void operator()(int64_t v) const { fmt::format_to(to, "{}", v); }
+    void operator()(double v) const { out += format_number(v, dtype); }
+    void operator()(const std::vector<int64_t>& v) const { fmt::format_to(to, "[{}]", fmt::join(v, ", ")); }
+    void operator()(const std::vector<std::vector<int64_t>>& v) const {
+      out += '[';
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i) out += ", ";
+        (*this)(v[i]);
+      }
+      out += ']';
     }
-    std::string operator()(const std::string& v) const { return v; }
+    void operator()(const std::string& v) const { out += v; }
   };
-  return std::visit(Visitor{result_dtype}, attr);
+  std::visit(Visitor{out, to, result_dtype}, attr);
 }
 
 }  // namespace
@@ -45,15 +55,16 @@ std::string format_number(double value, DType dtype) {
 
 std::string print(const Program& p) {
   std::string out = "# cutcheck program: typed SSA over static tensors (see docs/language.md)\n";
-  out += fmt::format("program {}\n", quoted(p.label));
-  if (p.replica) out += fmt::format("chip {} of {}\n", p.replica->index, p.replica->count);
+  auto to = std::back_inserter(out);  // each line formatted onto the text, not into a string of its own
+  fmt::format_to(to, "program {}\n", quoted(p.label));
+  if (p.replica) fmt::format_to(to, "chip {} of {}\n", p.replica->index, p.replica->count);
   out += "\n";
   for (const InputDecl& in : p.inputs) {
-    out += fmt::format("input %{} : {}", p.name(in.value), p.type(in.value).str());
-    if (in.range) out += fmt::format(" range [{}, {}]", in.range->first, in.range->second);
+    fmt::format_to(to, "input %{} : {}", p.name(in.value), p.type(in.value).str());
+    if (in.range) fmt::format_to(to, " range [{}, {}]", in.range->first, in.range->second);
     out += "\n";
   }
-  for (const WeightDecl& w : p.weights) out += fmt::format("weight %{} : {}\n", p.name(w.value), p.type(w.value).str());
+  for (const WeightDecl& w : p.weights) fmt::format_to(to, "weight %{} : {}\n", p.name(w.value), p.type(w.value).str());
   for (const Operation& op : p.ops) {
     if (!op.note.empty()) {
       out += "\n";
@@ -61,24 +72,26 @@ std::string print(const Program& p) {
       while (start <= op.note.size()) {
         size_t end = op.note.find('\n', start);
         if (end == std::string::npos) end = op.note.size();
-        out += fmt::format("# {}\n", op.note.substr(start, end - start));
+        fmt::format_to(to, "# {}\n", std::string_view(op.note).substr(start, end - start));
         start = end + 1;
       }
     }
     const TensorType& type = p.type(op.result);
-    out += fmt::format("%{} = {}", p.name(op.result), op_info(op.kind).name);
-    for (size_t i = 0; i < op.operands.size(); ++i) out += fmt::format("{} %{}", i ? "," : "", p.name(op.operands[i]));
+    const OpInfo& info = op_info(op.kind);
+    fmt::format_to(to, "%{} = {}", p.name(op.result), info.name);
+    for (size_t i = 0; i < op.operands.size(); ++i) fmt::format_to(to, "{} %{}", i ? "," : "", p.name(op.operands[i]));
     if (!op.attrs.empty()) {
-      const OpInfo& info = op_info(op.kind);
-      std::vector<std::string> attrs;
-      for (size_t i = 0; i < op.attrs.size(); ++i)
-        attrs.push_back(fmt::format("{} = {}", info.attrs[i].name, format_attr(op.attrs[i], type.dtype)));
-      out += fmt::format(" {{{}}}", fmt::join(attrs, ", "));
+      out += " {";
+      for (size_t i = 0; i < op.attrs.size(); ++i) {
+        fmt::format_to(to, "{}{} = ", i ? ", " : "", info.attrs[i].name);
+        write_attr(out, op.attrs[i], type.dtype);
+      }
+      out += "}";
     }
-    out += fmt::format(" : {}\n", type.str());
+    fmt::format_to(to, " : {}\n", type.str());
   }
   out += "\n";
-  for (const OutputDecl& o : p.outputs) out += fmt::format("output {} = %{}\n", o.name, p.name(o.value));
+  for (const OutputDecl& o : p.outputs) fmt::format_to(to, "output {} = %{}\n", o.name, p.name(o.value));
   return out;
 }
 

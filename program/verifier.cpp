@@ -6,6 +6,8 @@
 #include <climits>
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/checked.h"
 #include "core/error.h"
@@ -16,7 +18,9 @@ namespace {
 
 class Verifier {
  public:
-  Verifier(const Program& p, const std::string& source) : p_(p), source_(source), defined_(p.values.size(), false) {}
+  Verifier(const Program& p, const std::string& source) : p_(p), source_(source), defined_(p.values.size(), false) {
+    names_.reserve(p.values.size());
+  }
 
   // The fewest bytes any run needs: the inputs, and the op results alive at once when each
   // is released after its last reader (weights are mapped, not counted). An interpreter
@@ -138,7 +142,9 @@ class Verifier {
   const Program& p_;
   const std::string& source_;
   std::vector<bool> defined_;
-  std::set<std::string> names_;
+  // Views of the program's own names, which outlive the verifier: a hashed set of views
+  // copies no name and keeps no tree (it is asked once per value of every program run).
+  std::unordered_set<std::string_view> names_;
 };
 
 }  // namespace
