@@ -169,7 +169,7 @@ Generation generate(CutRunner& runner, const ModelSpec& spec, const GenerateOpti
   }
   for (int64_t k = 0;; ++k) {
     g.tokens.push_back(step.next);
-    g.logits.push_back(std::move(step.logits));
+    if (options.keep_logits) g.logits.push_back(std::move(step.logits));
     if (k + 1 == options.steps) break;
     step = run({g.tokens.back()}, prompt + k);
   }

@@ -27,11 +27,14 @@ struct GenerateOptions {
   // prompt + steps, a program per capacity; otherwise this one capacity throughout.
   int64_t ctx = 0;
   Via via = Via::automatic;
+  // Whether Generation::logits keeps every step's logits (a comparison reads them); a
+  // generation that only prints its tokens need not hold steps x vocab floats.
+  bool keep_logits = true;
 };
 
 struct Generation {
   std::vector<int32_t> tokens;             // the generated tokens, steps of them
-  std::vector<std::vector<float>> logits;  // logits[k]: what produced tokens[k]
+  std::vector<std::vector<float>> logits;  // logits[k]: what produced tokens[k] (keep_logits)
 };
 
 // Throws InputError when the prompt is empty or a token is outside the vocabulary.

@@ -89,6 +89,11 @@ TEST_P(Greedy, GrowingCachesGiveTheBitsOfOneCapacity) {
     Generation grown = generate(runner, m.spec, {prompt, steps, 0, GetParam()});
     Generation fixed = generate(runner, m.spec, {prompt, steps, int64_t(prompt.size()) + steps, GetParam()});
     EXPECT_EQ(grown.tokens, fixed.tokens);
+    GenerateOptions tokens_only{prompt, steps, 0, GetParam()};
+    tokens_only.keep_logits = false;
+    const Generation lean = generate(runner, m.spec, tokens_only);
+    EXPECT_EQ(lean.tokens, grown.tokens);
+    EXPECT_TRUE(lean.logits.empty());
     ASSERT_EQ(grown.logits.size(), fixed.logits.size());
     for (size_t k = 0; k < grown.logits.size(); ++k)
       EXPECT_EQ(0, std::memcmp(grown.logits[k].data(), fixed.logits[k].data(), grown.logits[k].size() * sizeof(float)))

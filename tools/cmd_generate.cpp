@@ -81,6 +81,7 @@ void add_generate(CLI::App& app) {
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->weights.empty() ? synthetic_weights(spec, args->seed) : read_weights(args->weights, spec);
     GenerateOptions options{parse_token_list(args->prompt), args->steps, args->ctx, parse_via(args->via)};
+    options.keep_logits = args->compare;  // the comparison's report shows each side's top logits
     // A backend lowers a program per capacity: through one, it keeps the one capacity
     // of prompt + steps rather than growing its caches (harness/generate.h).
     if (!args->backend.empty() && options.ctx == 0)
