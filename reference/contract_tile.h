@@ -30,7 +30,8 @@ constexpr int tile_width_max = 16;
 // widened exactly as it is loaded). Columns are loaded side by side and transposed in
 // registers, so that each vector lane is one column's sum. w[width + j] points at the
 // columns the next call will read (the same ones when there is none): a kernel may
-// prefetch them, and reads nothing else through them.
+// prefetch them, and reads nothing else through them. The kernels for weights in cache
+// (TileKernel::from_cache) prefetch nothing and are handed other valid columns there.
 constexpr int stream_rows_max = 4;
 constexpr int stream_width_max = 16;
 using StreamFn = void (*)(int rows, int64_t K, const double* x, const float* const* w, double* out);
@@ -132,6 +133,7 @@ static inline float widen_term(uint16_t bits) {
 template <class T>
 static inline void stream_terms(int rows, int width, int64_t from, int64_t to, int64_t K, const double* x,
                                 const T* const* w, double* out) {
+  if (from >= to) return;
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < width; ++j) {
       double sum = out[i * width + j];

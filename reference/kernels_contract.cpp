@@ -335,7 +335,8 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
       const int64_t b = job / blocks, n0 = job % blocks * width;
       const int valid = int(std::min<int64_t>(width, g.N - n0));
       columns(job, cols);
-      columns(job + 1 < jobs ? job + 1 : job, cols + width);
+      // The cache's kernels prefetch nothing: the columns after stay those of the first job.
+      if (!cached || job == begin) columns(cached || job + 1 == jobs ? job : job + 1, cols + width);
       if constexpr (std::is_same_v<T, float>)
         kernel.f32(int(g.M), g.K, xs + b * g.M * g.K, cols, out);
       else
