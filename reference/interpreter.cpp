@@ -212,10 +212,11 @@ void Executable::plan_arena() {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return places[a].bytes > places[b].bytes; });
   std::vector<size_t> laid;
+  std::vector<std::pair<uint64_t, uint64_t>> taken;  // [offset, end) of places alive with p
   uint64_t total = 0;
   for (size_t i : order) {
     Place& p = places[i];
-    std::vector<std::pair<uint64_t, uint64_t>> taken;  // [offset, end) of places alive with p
+    taken.clear();
     for (size_t j : laid)
       if (places[j].first <= p.last && p.first <= places[j].last)
         taken.emplace_back(places[j].offset, places[j].offset + places[j].bytes);

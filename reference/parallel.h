@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 
 namespace cutcheck {
 
@@ -30,5 +31,13 @@ class KernelThreads {  // sets kernel_threads() for a scope
 // is rethrown here once the pieces under way have finished; the pieces no thread had taken
 // yet are skipped.
 void parallel_for(int64_t count, double cost_each, const std::function<void(int64_t, int64_t)>& fn);
+
+// The same for any callable, held by reference: a std::function made from a lambda with
+// many captures would allocate a copy of it on every call (a decode step makes dozens).
+template <class F>
+  requires(!std::is_same_v<F, std::function<void(int64_t, int64_t)>>)
+void parallel_for(int64_t count, double cost_each, const F& fn) {
+  parallel_for(count, cost_each, std::function<void(int64_t, int64_t)>(std::cref(fn)));
+}
 
 }  // namespace cutcheck
