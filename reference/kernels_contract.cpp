@@ -307,7 +307,10 @@ const double* widened_rows(const Gemm& g, const float* x) {
     for (int64_t m = 0; m < g.M; ++m) {
       const float* row = x + g.bl[size_t(b)] + g.ml[size_t(m)];
       double* to = wide.data() + (b * g.M + m) * g.K;
-      for (int64_t k = 0; k < g.K; ++k) to[k] = double(row[g.kl[size_t(k)]]);
+      if (g.kl_step == 1)  // consecutive terms (the usual case): a loop that vectorises
+        for (int64_t k = 0; k < g.K; ++k) to[k] = double(row[k]);
+      else
+        for (int64_t k = 0; k < g.K; ++k) to[k] = double(row[g.kl[size_t(k)]]);
     }
   return wide.data();
 }
