@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/pages.h"
 
 namespace cutcheck {
 
@@ -59,7 +60,9 @@ std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join
 std::string TensorType::str() const { return fmt::format("{}{}", dtype_name(dtype), shape_str(shape)); }
 
 Tensor::Tensor(TensorType type) : Tensor(uninitialized(std::move(type))) {
-  if (bytes() > 0) std::memset(data_, 0, bytes());
+  if (bytes() == 0) return;
+  populate_pages(data_, bytes());  // zeroed whole just below
+  std::memset(data_, 0, bytes());
 }
 
 Tensor Tensor::uninitialized(TensorType type) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/pages.h"
 #include "reference/contract_tile.h"
 
 namespace cutcheck {
@@ -11,6 +12,7 @@ namespace {
 Tensor transposed_f32(const Tensor& w) {
   const int64_t N = w.shape()[0], K = w.shape()[1];
   Tensor t = Tensor::uninitialized({DType::f32, {K, N}});
+  populate_pages(t.raw_mut().data(), t.bytes());  // written whole below
   float* to = t.as_mut<float>().data();
   auto fill = [&](const auto* from) {
     constexpr int64_t B = 8;
