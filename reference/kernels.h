@@ -63,8 +63,9 @@ struct TileKernel;
 void dot_general_naive(const Operation& op, Operands in, Tensor& out);
 void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out);
 // eval_dot_general for operands of these types, which offsets each result row, column
-// and term reads worked out once, here, rather than on every call: the interpreter plans
-// each of a program's contractions with it (the shapes are the program's).
+// and term reads worked out once, here, rather than on every call (where they are few; a
+// large contraction works them out each call): the interpreter plans each of a program's
+// contractions with it (the shapes are the program's).
 Kernel dot_general_planned(const Operation& op, const TensorType& lhs, const TensorType& rhs, const TensorType& out);
 
 }  // namespace cutcheck

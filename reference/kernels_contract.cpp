@@ -466,7 +466,14 @@ void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in,
 void eval_dot_general(const Operation& op, Operands in, Tensor& out) { dot_general_tiled(tile_kernel(), op, in, out); }
 
 Kernel dot_general_planned(const Operation& op, const TensorType& lhs, const TensorType& rhs, const TensorType& out) {
-  auto g = std::make_shared<const Gemm>(gemm_of(dot_layout(op, lhs, rhs, out)));
+  // The offsets are kept only where they are few: a step of a large model has thousands
+  // of columns and terms per contraction (8 MB of lists for llama1b's 112), and there
+  // working them out again is nothing beside the contraction itself.
+  constexpr size_t kept_offsets_max = 4096;
+  const Gemm& view = gemm_of(dot_layout(op, lhs, rhs, out));
+  const size_t offsets = view.bl.size() + view.br.size() + view.ml.size() + view.nr.size() + view.kl.size() + view.kr.size();
+  if (offsets > kept_offsets_max) return eval_dot_general;
+  auto g = std::make_shared<const Gemm>(view);
   return [g](const Operation&, Operands in, Tensor& result) {
     if (in[1]->dtype() == DType::bf16) return contract<uint16_t>(tile_kernel(), *g, *in[0], *in[1], result);
     contract<float>(tile_kernel(), *g, *in[0], *in[1], result);
