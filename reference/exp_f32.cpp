@@ -7,8 +7,9 @@
 #include "reference/ieee.h"
 #include "reference/vector_clones.h"
 
-// Built with -ffp-contract=off (reference/CMakeLists.txt): every clone below computes the
-// polynomial with the same roundings, so one check of the bound covers them all.
+// The project builds without contraction (-ffp-contract=off, CMakeLists.txt): every clone
+// below computes the polynomial with the same roundings, so one check of the bound covers
+// them all.
 
 namespace cutcheck {
 namespace {

@@ -103,10 +103,6 @@ void Executable::hold_small_weights_transposed() {
     bytes += weights.back()->elements() * int64_t(sizeof(float));
   }
   if (bytes > transposed_weights_max_bytes) return;
-  const auto& names = op_info(OpKind::dot_general).attrs;
-  const size_t rhs_contracting = size_t(std::find_if(names.begin(), names.end(), [](const AttrSpec& a) {
-                                          return a.name == "rhs_contracting_dimensions";
-                                        }) - names.begin());
   for (Step& step : steps_) {
     const Operation& op = *step.op;
     if (op.kind != OpKind::dot_general) continue;
@@ -123,7 +119,7 @@ void Executable::hold_small_weights_transposed() {
     const Tensor* copy = &options_.transposed->of(rhs);
     if (std::find(transposed_.begin(), transposed_.end(), copy) == transposed_.end()) transposed_.push_back(copy);
     Operation& rewritten = transposed_ops_.emplace_back(op);
-    rewritten.attrs[rhs_contracting] = ints({0});
+    rewritten.attrs[size_t(&op.attr("rhs_contracting_dimensions") - op.attrs.data())] = ints({0});
     step.op = &rewritten;
     step.operands[1] = copy;
   }
