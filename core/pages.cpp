@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace cutcheck {
 
 void populate_pages(std::byte* data, uint64_t bytes) {
@@ -13,6 +15,19 @@ void populate_pages(std::byte* data, uint64_t bytes) {
 #else
   (void)data, (void)bytes;
 #endif
+}
+
+std::shared_ptr<std::byte> huge_page_memory(uint64_t bytes) {
+  constexpr uint64_t huge = uint64_t(2) << 20;
+  const uint64_t rounded = (std::max<uint64_t>(bytes, 1) + huge - 1) / huge * huge, mapped = rounded + huge;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(p) + huge - 1) / huge * huge);
+#ifdef MADV_HUGEPAGE
+  madvise(aligned, rounded, MADV_HUGEPAGE);  // refused where THP is off: ordinary pages then
+#endif
+  populate_pages(aligned, bytes);
+  return std::shared_ptr<std::byte>(aligned, [p, mapped](std::byte*) { munmap(p, mapped); });
 }
 
 }  // namespace cutcheck

@@ -99,6 +99,16 @@ Tensor Tensor::part_of(TensorType type, const Tensor& whole, uint64_t offset) {
   return t;
 }
 
+Tensor Tensor::over(TensorType type, std::shared_ptr<std::byte> storage) {
+  Tensor t;
+  t.type_ = std::move(type);
+  t.elements_ = t.type_.elements();
+  t.writable_ = true;
+  t.data_ = storage.get();
+  t.storage_ = std::move(storage);
+  return t;
+}
+
 Tensor Tensor::scalar_i32(int32_t value) { return of_i32({}, {value}); }
 
 Tensor Tensor::of_f32(Shape shape, std::vector<float> values) {

@@ -56,6 +56,9 @@ class Tensor {
   // A writable tensor over bytes [offset, offset + type.bytes()) of `whole`'s storage,
   // sharing it: the interpreter's arena hands out its intermediates this way.
   static Tensor part_of(TensorType type, const Tensor& whole, uint64_t offset);
+  // A writable tensor over storage the caller made, at least type.bytes() long (memory
+  // placed by core/pages.h); its bytes as they are.
+  static Tensor over(TensorType type, std::shared_ptr<std::byte> storage);
 
   static Tensor scalar_i32(int32_t value);
   static Tensor of_f32(Shape shape, std::vector<float> values);

@@ -104,7 +104,9 @@ inline __m256 unit_term(const T* p, int cols) {
 // over them unrolls and the sums stay in registers: a pass of fewer repeats its first
 // unit, whose repeated sums are not stored. With `shared`, every unit has the same lhs
 // rows (one batch's columns), each row's term broadcast once for all units.
-template <class V, int R, int U, bool shared, class T>
+// With `full`, every unit has 8 columns: plain loads, and no masks to hold (AVX-512 has
+// 7 mask registers for 8 units: one was reloaded from the stack on every term).
+template <class V, int R, int U, bool shared, bool full, class T>
 void side_pass(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit, double* out) {
   constexpr int W = 8 / V::lanes;
   typename V::vec acc[R][U * W];
@@ -125,7 +127,7 @@ void side_pass(int64_t K, const int64_t* kr, int units, const SideUnit<T>* unit,
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
       typename V::vec d[W];
-      V::widen(unit_term(w[u] + kr[k], cols[u]), d);
+      V::widen(full ? load8(w[u] + kr[k]) : unit_term(w[u] + kr[k], cols[u]), d);
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
         const typename V::vec xi = shared ? xs[i] : V::splat(x[u][i * K + k]);
@@ -154,12 +156,12 @@ template <class V, int R, int U, class T>
 void side_fit(int64_t K, const int64_t* kr, int n, const SideUnit<T>* unit, double* out) {
   if constexpr (U > 1)
     if (n <= U / 2) return side_fit<V, R, U / 2>(K, kr, n, unit, out);
-  bool shared = true;
-  for (int u = 1; u < n; ++u) shared = shared && unit[u].x == unit[0].x;
-  if (shared)
-    side_pass<V, R, U, true>(K, kr, n, unit, out);
-  else
-    side_pass<V, R, U, false>(K, kr, n, unit, out);
+  bool shared = true, full = true;
+  for (int u = 0; u < n; ++u) shared = shared && unit[u].x == unit[0].x, full = full && unit[u].cols == 8;
+  if (shared && full) return side_pass<V, R, U, true, true>(K, kr, n, unit, out);
+  if (shared) return side_pass<V, R, U, true, false>(K, kr, n, unit, out);
+  if (full) return side_pass<V, R, U, false, true>(K, kr, n, unit, out);
+  side_pass<V, R, U, false, false>(K, kr, n, unit, out);
 }
 
 // Passes of up to U units over the call's units; U such that R x U x W sums, 8 of them,

@@ -103,25 +103,33 @@ void Executable::hold_small_weights_transposed() {
     bytes += weights.back()->elements() * int64_t(sizeof(float));
   }
   if (bytes > transposed_weights_max_bytes) return;
+  std::vector<Step*> steps;  // the contractions of a decode step's rows with a weight
+  std::vector<const Tensor*> rhs;
   for (Step& step : steps_) {
     const Operation& op = *step.op;
     if (op.kind != OpKind::dot_general) continue;
-    const Tensor& rhs = *step.operands[1];  // a weight is bound; the lhs's slot may not be allocated yet
+    const Tensor& w = *step.operands[1];  // a weight is bound; the lhs's slot may not be allocated yet
     const auto& lc = op.ints("lhs_contracting_dimensions");
-    if (std::find(weights.begin(), weights.end(), &rhs) == weights.end() || rhs.type().rank() != 2 ||
-        (rhs.dtype() != DType::f32 && rhs.dtype() != DType::bf16) ||
+    if (std::find(weights.begin(), weights.end(), &w) == weights.end() || w.type().rank() != 2 ||
+        (w.dtype() != DType::f32 && w.dtype() != DType::bf16) ||
         !op.ints("lhs_batching_dimensions").empty() || op.ints("rhs_contracting_dimensions") != std::vector<int64_t>{1} ||
         lc.size() != 1)
       continue;
-    const int64_t K = rhs.shape()[1];
+    const int64_t K = w.shape()[1];
     const int64_t rows = K > 0 ? program_.type(op.operands[0]).elements() / K : 0;
     if (rows < 1 || rows > stream_rows_max) continue;
-    const Tensor* copy = &options_.transposed->of(rhs);
-    if (std::find(transposed_.begin(), transposed_.end(), copy) == transposed_.end()) transposed_.push_back(copy);
+    steps.push_back(&step);
+    rhs.push_back(&w);
+  }
+  const std::vector<const Tensor*> copies = options_.transposed->of(rhs);  // all at once: one block
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step& step = *steps[i];
+    const Operation& op = *step.op;
+    if (std::find(transposed_.begin(), transposed_.end(), copies[i]) == transposed_.end()) transposed_.push_back(copies[i]);
     Operation& rewritten = transposed_ops_.emplace_back(op);
     rewritten.attrs[size_t(&op.attr("rhs_contracting_dimensions") - op.attrs.data())] = ints({0});
     step.op = &rewritten;
-    step.operands[1] = copy;
+    step.operands[1] = copies[i];
   }
 }
 

@@ -2,18 +2,16 @@
 
 #include <algorithm>
 
+#include "core/limits.h"
 #include "core/pages.h"
 #include "reference/contract_tile.h"
 
 namespace cutcheck {
 namespace {
 
-// w [N, K] as f32 [K, N], by blocks of 8 x 8 (loops of a fixed count, unrolled).
-Tensor transposed_f32(const Tensor& w) {
+// w [N, K] as f32 [K, N] into `to`, by blocks of 8 x 8 (loops of a fixed count, unrolled).
+void transpose_into(const Tensor& w, float* to) {
   const int64_t N = w.shape()[0], K = w.shape()[1];
-  Tensor t = Tensor::uninitialized({DType::f32, {K, N}});
-  populate_pages(t.raw_mut().data(), t.bytes());  // written whole below
-  float* to = t.as_mut<float>().data();
   auto fill = [&](const auto* from) {
     constexpr int64_t B = 8;
     for (int64_t n0 = 0; n0 < N; n0 += B)
@@ -29,17 +27,43 @@ Tensor transposed_f32(const Tensor& w) {
   };
   if (w.dtype() == DType::bf16) fill(reinterpret_cast<const uint16_t*>(w.raw().data()));
   else fill(w.as<float>().data());
-  return t;
 }
+
+// Each copy starts on a cache line of its own.
+uint64_t line_rounded(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 }  // namespace
 
-const Tensor& TransposedWeights::of(const Tensor& w) {
+std::vector<const Tensor*> TransposedWeights::of(const std::vector<const Tensor*>& ws) {
   std::lock_guard lock(m_);
-  for (const auto& [weight, copy] : made_)
-    if (weight.raw().data() == w.raw().data() && weight.type() == w.type()) return *copy;
-  made_.emplace_back(w, std::make_unique<Tensor>(transposed_f32(w)));
-  return *made_.back().second;
+  auto made = [&](const Tensor& w) -> const Tensor* {
+    for (const auto& [weight, copy] : made_)
+      if (weight.raw().data() == w.raw().data() && weight.type() == w.type()) return copy.get();
+    return nullptr;
+  };
+  std::vector<const Tensor*> missing;
+  uint64_t bytes = 0;
+  for (const Tensor* w : ws)
+    if (!made(*w) && std::find(missing.begin(), missing.end(), w) == missing.end()) {
+      missing.push_back(w);
+      bytes += line_rounded(uint64_t(w->elements()) * sizeof(float));
+    }
+  if (!missing.empty()) {
+    check_memory(bytes, "the transposed copies of small weights");
+    const TensorType type{DType::f32, {int64_t(bytes / sizeof(float))}};
+    std::shared_ptr<std::byte> memory = huge_page_memory(bytes);  // page-aligned; written whole below
+    Tensor block = memory ? Tensor::over(type, std::move(memory)) : Tensor::uninitialized(type);
+    uint64_t at = 0;
+    for (const Tensor* w : missing) {
+      auto copy = std::make_unique<Tensor>(Tensor::part_of({DType::f32, {w->shape()[1], w->shape()[0]}}, block, at));
+      transpose_into(*w, copy->as_mut<float>().data());
+      at += line_rounded(copy->bytes());
+      made_.emplace_back(*w, std::move(copy));
+    }
+  }
+  std::vector<const Tensor*> copies;
+  for (const Tensor* w : ws) copies.push_back(made(*w));
+  return copies;
 }
 
 uint64_t TransposedWeights::bytes() {

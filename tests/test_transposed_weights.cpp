@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "author/builder.h"
+#include "core/pages.h"
 #include "harness/runner.h"
 #include "model/weights.h"
 #include "program/inputs.h"
@@ -81,6 +82,31 @@ TEST(TransposedWeights, OnlyTheWeightsOfSmallModelsDecodeStepsAreTransposed) {
   EXPECT_EQ(one.transposed_bytes(), uint64_t(10 * K * 4));
   EXPECT_EQ(two.transposed_bytes(), uint64_t(10 * K * 4));
   EXPECT_EQ(shared.transposed->bytes(), uint64_t(10 * K * 4)) << "one copy for both";
+}
+
+// The copies' memory (huge_page_memory): every byte asked for is there and writable, on a
+// page boundary, whatever the size against 2 MiB; the copies of one call share it.
+TEST(TransposedWeights, CopiesLieInOneBlockOfTheirOwnPages) {
+  for (uint64_t bytes : {uint64_t(1), uint64_t(4096), uint64_t(1) << 20, uint64_t(2) << 20, (uint64_t(2) << 20) + 1}) {
+    std::shared_ptr<std::byte> memory = huge_page_memory(bytes);
+    ASSERT_NE(memory, nullptr) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(memory.get()) % 4096, 0u) << bytes;
+    std::memset(memory.get(), 0x5a, bytes);
+    EXPECT_EQ(memory.get()[bytes - 1], std::byte{0x5a}) << bytes;
+  }
+  const TensorMap weights = synthetic_weights(builtin_spec("tiny"), 3);
+  const Tensor &a = weights.at("layers.0.attention.wq"), &b = weights.at("layers.0.feed_forward.w2");
+  TransposedWeights transposed;
+  const std::vector<const Tensor*> copies = transposed.of({&a, &b, &a});
+  ASSERT_EQ(copies.size(), 3u);
+  EXPECT_EQ(copies[0], copies[2]) << "one copy of a weight asked for twice";
+  EXPECT_EQ(copies[0]->shape(), (Shape{a.shape()[1], a.shape()[0]}));
+  EXPECT_EQ(copies[1]->shape(), (Shape{b.shape()[1], b.shape()[0]}));
+  const auto* first = copies[0]->raw().data();
+  EXPECT_EQ(copies[1]->raw().data(), first + (copies[0]->bytes() + 63) / 64 * 64) << "the next cache line of one block";
+  EXPECT_EQ(copies[0]->as<float>()[1], a.as<float>()[a.shape()[1]]) << "[K, N]: term 0 of column 1";
+  EXPECT_EQ(transposed.of({&b})[0], copies[1]) << "made once";
+  EXPECT_EQ(transposed.bytes(), a.bytes() + b.bytes());
 }
 
 }  // namespace
