@@ -7,7 +7,7 @@
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define CUTCHECK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define CUTCHECK_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define CUTCHECK_CLONES
 #endif
