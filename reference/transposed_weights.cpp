@@ -36,15 +36,18 @@ uint64_t line_rounded(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 std::vector<const Tensor*> TransposedWeights::of(const std::vector<const Tensor*>& ws) {
   std::lock_guard lock(m_);
+  // A weight is known by its storage: tensors sharing it (the same weight bound twice)
+  // share one copy.
+  auto same = [](const Tensor& a, const Tensor& b) { return a.raw().data() == b.raw().data() && a.type() == b.type(); };
   auto made = [&](const Tensor& w) -> const Tensor* {
     for (const auto& [weight, copy] : made_)
-      if (weight.raw().data() == w.raw().data() && weight.type() == w.type()) return copy.get();
+      if (same(weight, w)) return copy.get();
     return nullptr;
   };
   std::vector<const Tensor*> missing;
   uint64_t bytes = 0;
   for (const Tensor* w : ws)
-    if (!made(*w) && std::find(missing.begin(), missing.end(), w) == missing.end()) {
+    if (!made(*w) && std::none_of(missing.begin(), missing.end(), [&](const Tensor* m) { return same(*m, *w); })) {
       missing.push_back(w);
       bytes += line_rounded(uint64_t(w->elements()) * sizeof(float));
     }

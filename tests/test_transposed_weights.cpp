@@ -97,7 +97,8 @@ TEST(TransposedWeights, CopiesLieInOneBlockOfTheirOwnPages) {
   const TensorMap weights = synthetic_weights(builtin_spec("tiny"), 3);
   const Tensor &a = weights.at("layers.0.attention.wq"), &b = weights.at("layers.0.feed_forward.w2");
   TransposedWeights transposed;
-  const std::vector<const Tensor*> copies = transposed.of({&a, &b, &a});
+  const Tensor a_again = a;  // another tensor over the same storage
+  const std::vector<const Tensor*> copies = transposed.of({&a, &b, &a_again});
   ASSERT_EQ(copies.size(), 3u);
   EXPECT_EQ(copies[0], copies[2]) << "one copy of a weight asked for twice";
   EXPECT_EQ(copies[0]->shape(), (Shape{a.shape()[1], a.shape()[0]}));
