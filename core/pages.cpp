@@ -3,8 +3,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
-
 namespace cutcheck {
 
 void populate_pages(std::byte* data, uint64_t bytes) {
@@ -18,8 +16,9 @@ void populate_pages(std::byte* data, uint64_t bytes) {
 }
 
 std::shared_ptr<std::byte> huge_page_memory(uint64_t bytes) {
+  if (bytes < huge_page_min_bytes) return nullptr;
   constexpr uint64_t huge = uint64_t(2) << 20;
-  const uint64_t rounded = (std::max<uint64_t>(bytes, 1) + huge - 1) / huge * huge, mapped = rounded + huge;
+  const uint64_t rounded = (bytes + huge - 1) / huge * huge, mapped = rounded + huge;
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(p) + huge - 1) / huge * huge);

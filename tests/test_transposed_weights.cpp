@@ -84,15 +84,24 @@ TEST(TransposedWeights, OnlyTheWeightsOfSmallModelsDecodeStepsAreTransposed) {
   EXPECT_EQ(shared.transposed->bytes(), uint64_t(10 * K * 4)) << "one copy for both";
 }
 
-// The copies' memory (huge_page_memory): every byte asked for is there and writable, on a
-// page boundary, whatever the size against 2 MiB; the copies of one call share it.
-TEST(TransposedWeights, CopiesLieInOneBlockOfTheirOwnPages) {
-  for (uint64_t bytes : {uint64_t(1), uint64_t(4096), uint64_t(1) << 20, uint64_t(2) << 20, (uint64_t(2) << 20) + 1}) {
+// The copies' memory: from huge_page_min_bytes up, every byte asked for is there and
+// writable, on a 2 MiB boundary (a huge page's, where the kernel gives them), whatever the
+// size against 2 MiB; below it none (ordinary memory instead). The copies of one call
+// share one block, each from a cache line on.
+TEST(TransposedWeights, CopiesLieInOneBlock) {
+  EXPECT_EQ(huge_page_memory(huge_page_min_bytes - 1), nullptr);
+  for (uint64_t bytes : {huge_page_min_bytes, uint64_t(2) << 20, (uint64_t(2) << 20) + 1}) {
     std::shared_ptr<std::byte> memory = huge_page_memory(bytes);
     ASSERT_NE(memory, nullptr) << bytes;
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(memory.get()) % 4096, 0u) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(memory.get()) % (uint64_t(2) << 20), 0u) << bytes;
     std::memset(memory.get(), 0x5a, bytes);
     EXPECT_EQ(memory.get()[bytes - 1], std::byte{0x5a}) << bytes;
+  }
+  {  // a megabyte of copies: one block on a huge page's boundary
+    const TensorMap big{{"w", Tensor({DType::f32, {1024, 256}})}};
+    TransposedWeights transposed;
+    const Tensor* copy = transposed.of({&big.at("w")})[0];
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(copy->raw().data()) % (uint64_t(2) << 20), 0u);
   }
   const TensorMap weights = synthetic_weights(builtin_spec("tiny"), 3);
   const Tensor &a = weights.at("layers.0.attention.wq"), &b = weights.at("layers.0.feed_forward.w2");
@@ -104,6 +113,7 @@ TEST(TransposedWeights, CopiesLieInOneBlockOfTheirOwnPages) {
   EXPECT_EQ(copies[0]->shape(), (Shape{a.shape()[1], a.shape()[0]}));
   EXPECT_EQ(copies[1]->shape(), (Shape{b.shape()[1], b.shape()[0]}));
   const auto* first = copies[0]->raw().data();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
   EXPECT_EQ(copies[1]->raw().data(), first + (copies[0]->bytes() + 63) / 64 * 64) << "the next cache line of one block";
   EXPECT_EQ(copies[0]->as<float>()[1], a.as<float>()[a.shape()[1]]) << "[K, N]: term 0 of column 1";
   EXPECT_EQ(transposed.of({&b})[0], copies[1]) << "made once";
