@@ -24,7 +24,7 @@ class TransposedWeights {
  public:
   // Each w [N, K] (f32, or bf16 widened exactly) as f32 [K, N]: made on the first call
   // for w's storage, the same tensor after that. The copies one call makes share one
-  // block of memory, its pages asked for at once, in a huge page from 1 MiB up
+  // block of memory, its pages asked for at once, in a huge page from 512 KiB up
   // (core/pages.h: 1 MiB of fresh pages took 1.8 ms asked for at once, 0.2 ms in a huge
   // page, on this project's machine). Safe to call from several threads.
   std::vector<const Tensor*> of(const std::vector<const Tensor*>& ws);

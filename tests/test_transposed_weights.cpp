@@ -97,6 +97,17 @@ TEST(TransposedWeights, CopiesLieInOneBlock) {
     std::memset(memory.get(), 0x5a, bytes);
     EXPECT_EQ(memory.get()[bytes - 1], std::byte{0x5a}) << bytes;
   }
+  {  // stories260K's copies, 0.99 MiB of them, made when its decode step is planned
+    const ModelSpec spec = builtin_spec("stories260K");
+    const TensorMap weights = synthetic_weights(spec, 1);
+    RunOptions options;
+    options.keep_values = false;
+    options.transposed = std::make_shared<TransposedWeights>();
+    const Executable decode(authored_program(Cut::decode(8), spec), weights, options);
+    ASSERT_GT(options.transposed->bytes(), huge_page_min_bytes);
+    const std::vector<const Tensor*> copies = options.transposed->of({&weights.at("layers.0.attention.wq")});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(copies[0]->raw().data()) % (uint64_t(2) << 20), 0u) << "the first copy starts the huge page";
+  }
   {  // a megabyte of copies: one block on a huge page's boundary
     const TensorMap big{{"w", Tensor({DType::f32, {1024, 256}})}};
     TransposedWeights transposed;
