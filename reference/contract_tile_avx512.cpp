@@ -9,6 +9,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "reference/contract_stream_x86.h"
 #include "reference/contract_tile.h"
 
@@ -108,60 +111,95 @@ int64_t lead_to_line(int64_t K, const T* const* w, int width) {
   return lead < K ? lead : K;
 }
 
-// G groups of 8 columns; with `prefetch`, the next call's lines are fetched into L2 as
-// this call goes. Each line is loaded once, whole, then regrouped in registers: weight
-// rows of 4 KiB or a multiple (K = 2048 bf16) put every column's line at the same L1
-// set, and reading a line a block at a time took it from L2 four times (30% slower,
-// against K = 2080).
+// A line of 64 bytes from p, of which only the elements set in `mask` are read (the others
+// are zero, and may lie outside the column, before its start or past its end).
+inline __m512i load_part(__mmask64 mask, uintptr_t p, float) {
+  return _mm512_maskz_loadu_epi32(__mmask16(mask), reinterpret_cast<const void*>(p));
+}
+inline __m512i load_part(__mmask64 mask, uintptr_t p, uint16_t) {
+  return _mm512_maskz_loadu_epi16(__mmask32(mask), reinterpret_cast<const void*>(p));
+}
+
+// One step of G groups of 8 columns: the line of terms [k, k + terms) of each column, its
+// terms added in order. A `part` step adds only the terms in [from, to) and reads nothing
+// of a column outside them: the columns' first line when they start past a line boundary
+// (k is then negative: the line starts before them), and their last when it is partial.
+// So every load reads one line, whole or in part: a load across two lines cost more than
+// whole loads gain (weights 16 bytes off a line: bf16 0.119 -> 0.130 ns a weight), and
+// those terms in scalar code, as they went before, cost a quarter of a bf16 decode step
+// (32 of each column's 2048 terms; 1B shape, weights 16 bytes off a line). With
+// `prefetch`, the next call's line at the same k is fetched into L2: a weight row's first
+// lines would otherwise wait for memory, as the hardware's prefetcher starts afresh on
+// each page. The loops are unrolled whole, so that the regrouped blocks stay in registers.
+template <int R, int G, bool prefetch, bool part, class T>
+__attribute__((always_inline)) inline void line_step(int64_t k, int64_t from, int64_t to, int64_t K, const double* x,
+                                                     const T* const* w, const __m512i* index, __m512d (&acc)[R][G]) {
+  using L = Line<T>;
+  constexpr int width = 8 * G;
+  if constexpr (prefetch)
+#pragma GCC unroll 64
+    for (int j = 0; j < width; ++j) _mm_prefetch(reinterpret_cast<const char*>(w[width + j] + k), _MM_HINT_T1);
+  __mmask64 mask = 0;
+  if constexpr (part) {
+    const int64_t first = std::max<int64_t>(from - k, 0), end = std::min<int64_t>(to - k, L::terms);
+    mask = (end == 64 ? ~0ull : (1ull << end) - 1) & ~((1ull << first) - 1);
+  }
+  auto line = [&](const T* column) {
+    if constexpr (part) return load_part(mask, reinterpret_cast<uintptr_t>(column) + uintptr_t(k * int64_t(sizeof(T))), T{});
+    else return _mm512_loadu_si512(column + k);
+  };
+  // a[g][t]: block t of group g's columns 0..3, b[g][t]: of columns 4..7.
+  __m512i a[G][4], b[G][4];
+#pragma GCC unroll 64
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 64
+    for (int j = 0; j < 4; ++j) {
+      a[g][j] = line(w[8 * g + j]);
+      b[g][j] = line(w[8 * g + 4 + j]);
+    }
+#pragma GCC unroll 64
+  for (int g = 0; g < G; ++g) blocks_by_term(a[g]), blocks_by_term(b[g]);
+#pragma GCC unroll 64
+  for (int t = 0; t < 4; ++t)
+#pragma GCC unroll 64
+    for (int p = 0; p < L::pairs; ++p) {
+      const int64_t term = k + t * L::per_block + 2 * p;
+      if (part && (term + 1 < from || term >= to)) continue;
+#pragma GCC unroll 64
+      for (int g = 0; g < G; ++g) {
+        const __m512 f = pair_of(a[g][t], index[p], b[g][t], T{});
+        const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+        const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+        if (!part || term >= from)
+          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i][g]);
+        if (!part || term + 1 < to)
+          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i][g]);
+      }
+    }
+}
+
+// G groups of 8 columns, R rows; each line loaded once, whole, then regrouped in
+// registers: weight rows of 4 KiB or a multiple (K = 2048 bf16) put every column's line
+// at the same L1 set, and reading a line a block at a time took it from L2 four times
+// (30% slower, against K = 2080). The terms before the columns' first line boundary and
+// after their last go in part steps, when every column lies equally far from its
+// boundary (as the rows of one weight do when a row is a whole number of lines); else
+// every load may cross a line.
 template <int R, int G, bool prefetch, class T>
 void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
   using L = Line<T>;
-  constexpr int width = 8 * G;
   __m512i index[L::pairs];
   for (int p = 0; p < L::pairs; ++p) index[p] = pair_index<T>(p);
-  // The terms before the columns' first cache-line boundary go first, in scalar code, so
-  // that each line load reads one line: a load across two lines cost more than the whole
-  // loads gain (weights 16 bytes off a line: bf16 0.119 -> 0.130 ns a weight). Only when
-  // every column is equally far from its boundary, as the rows of one weight are when a
-  // row is a whole number of lines.
-  const int64_t lead = lead_to_line(K, w, width);
-  for (int j = 0; j < R * width; ++j) out[j] = 0.0;
-  stream_terms(R, width, 0, lead, K, x, w, out);
   __m512d acc[R][G];
   for (int i = 0; i < R; ++i)
-    for (int g = 0; g < G; ++g) acc[i][g] = _mm512_loadu_pd(out + i * width + 8 * g);
+    for (int g = 0; g < G; ++g) acc[i][g] = _mm512_setzero_pd();
+  const int64_t lead = lead_to_line(K, w, 8 * G);
+  if (lead > 0) line_step<R, G, false, true>(lead - L::terms, 0, lead, K, x, w, index, acc);
   const int64_t whole = lead + (K - lead) / L::terms * L::terms;
-  for (int64_t k = lead; k < whole; k += L::terms) {
-    // The lines the next call reads at this step, into L2: a weight row's first lines
-    // would otherwise wait for memory, as the hardware's prefetcher starts afresh on
-    // each page.
-    if constexpr (prefetch)
-      for (int j = 0; j < width; ++j) _mm_prefetch(reinterpret_cast<const char*>(w[width + j] + k), _MM_HINT_T1);
-    // a[g][t]: block t of the group's columns 0..3, b[g][t]: of columns 4..7.
-    __m512i a[G][4], b[G][4];
-    for (int g = 0; g < G; ++g)
-      for (int j = 0; j < 4; ++j) {
-        a[g][j] = _mm512_loadu_si512(w[8 * g + j] + k);
-        b[g][j] = _mm512_loadu_si512(w[8 * g + 4 + j] + k);
-      }
-    for (int g = 0; g < G; ++g) blocks_by_term(a[g]), blocks_by_term(b[g]);
-    for (int t = 0; t < 4; ++t) {
-      const int64_t at = k + t * L::per_block;
-      for (int p = 0; p < L::pairs; ++p) {
-        const int64_t term = at + 2 * p;
-        for (int g = 0; g < G; ++g) {
-          const __m512 f = pair_of(a[g][t], index[p], b[g][t], T{});
-          const __m512d first = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-          const __m512d second = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
-          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term]), first, acc[i][g]);
-          for (int i = 0; i < R; ++i) acc[i][g] = _mm512_fmadd_pd(_mm512_set1_pd(x[i * K + term + 1]), second, acc[i][g]);
-        }
-      }
-    }
-  }
+  for (int64_t k = lead; k < whole; k += L::terms) line_step<R, G, prefetch, false>(k, 0, K, K, x, w, index, acc);
+  if (whole < K) line_step<R, G, false, true>(whole, whole, K, K, x, w, index, acc);
   for (int i = 0; i < R; ++i)
-    for (int g = 0; g < G; ++g) _mm512_storeu_pd(out + i * width + 8 * g, acc[i][g]);
-  stream_terms(R, width, whole, K, K, x, w, out);  // the terms past the last whole line
+    for (int g = 0; g < G; ++g) _mm512_storeu_pd(out + i * 8 * G + 8 * g, acc[i][g]);
 }
 
 template <int G, bool prefetch, class T>

@@ -54,15 +54,15 @@ std::vector<const Tensor*> TransposedWeights::of(const std::vector<const Tensor*
   if (!missing.empty()) {
     check_memory(bytes, "the transposed copies of small weights");
     std::shared_ptr<std::byte> memory = huge_page_memory(bytes);  // written whole below
+    const TensorType type{DType::f32, {int64_t(bytes / sizeof(float))}};
     Tensor block;
-    uint64_t at = 0;
     if (memory) {
-      block = Tensor::over({DType::f32, {int64_t(bytes / sizeof(float))}}, std::move(memory));
-    } else {  // fewer bytes than a huge page is for: ordinary memory, from a cache line on
-      block = Tensor::uninitialized({DType::f32, {int64_t(bytes / sizeof(float)) + 16}});
-      at = (64 - reinterpret_cast<uintptr_t>(block.raw().data()) % 64) % 64;
-      populate_pages(block.raw_mut().data() + at, bytes);
+      block = Tensor::over(type, std::move(memory));
+    } else {  // fewer bytes than a huge page is for: ordinary memory, which starts on a cache line
+      block = Tensor::uninitialized(type);
+      populate_pages(block.raw_mut().data(), bytes);
     }
+    uint64_t at = 0;
     for (const Tensor* w : missing) {
       auto copy = std::make_unique<Tensor>(Tensor::part_of({DType::f32, {w->shape()[1], w->shape()[0]}}, block, at));
       transpose_into(*w, copy->as_mut<float>().data());
