@@ -72,10 +72,9 @@ Tensor Tensor::uninitialized(TensorType type) {
   t.writable_ = true;
   uint64_t n = t.bytes();
   if (n > memory_limit()) check_memory(n, fmt::format("a tensor of type {}", t.type_.str()));  // the text only on failure
-  constexpr std::align_val_t line{storage_alignment};
-  auto buffer = std::shared_ptr<std::byte>(static_cast<std::byte*>(::operator new(n == 0 ? 1 : n, line)),
-                                           [](std::byte* p) { ::operator delete(p, line); });
-  t.data_ = buffer.get();
+  auto buffer = std::shared_ptr<std::byte[]>(new std::byte[n + storage_alignment - 1]);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(buffer.get());
+  t.data_ = buffer.get() + (storage_alignment - start % storage_alignment) % storage_alignment;
   t.storage_ = std::move(buffer);
   return t;
 }
