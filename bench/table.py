@@ -24,6 +24,17 @@ def rate(name, counter="tokens/s"):
     return found
 
 
+def best(name, counter):
+    """The highest counter among the repetitions of `name`: a read bandwidth, which the
+    host's other guests only ever lower (two threads read at 32.6 GB/s in one run of this
+    table and at 50.4 GB/s in the run before it; a median that low loosens the bound by
+    as much)."""
+    values = [b.get(counter) for b in runs if not b.get("error_occurred") and b.get("run_type") != "aggregate"
+              and b.get("run_name", b["name"]).removesuffix("/real_time").split("/iterations:")[0] == name]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
 def fmt(v, digits=3):
     return "-" if v is None else f"{v:.{digits}g}"
 
@@ -38,9 +49,10 @@ for model in ("stories260K", "bench512", "llama1b"):
     print(f"| {model} | {fmt(plain)} | {fmt(ref)} | {fmt(ref2)} | {fmt(oracle)} | {fmt(ratio, 2)}x |")
 
 # The bound: every weight read once at the best read bandwidth this machine showed, one
-# thread or two (one core alone may not draw all the memory gives); each decode column is
-# judged against that same bound, and a step is as fast as its best thread count.
-bw1, bw2 = rate("memory/read_bandwidth", "GB/s"), rate("memory/read_bandwidth_2_threads", "GB/s")
+# thread or two (one core alone may not draw all the memory gives), the best of their
+# repetitions; each decode column is judged against that same bound, and a step is as
+# fast as its best thread count.
+bw1, bw2 = best("memory/read_bandwidth", "GB/s"), best("memory/read_bandwidth_2_threads", "GB/s")
 bandwidth = max(b for b in (bw1, bw2, 0) if b is not None) or None
 print(f"\nDecode against reading every weight once at the machine's best measured read bandwidth ({fmt(bandwidth)} GB/s; "
       f"one thread {fmt(bw1)} GB/s, two {fmt(bw2)} GB/s; llama1b-bf16 is llama1b with its weights stored in bf16):\n")
