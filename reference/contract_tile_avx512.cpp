@@ -47,11 +47,14 @@ namespace {
 // value. Each half is widened to double and added. Lane j of the sums is column j's, its
 // terms in ascending k, as in the generic kernel. Two groups (16 columns) both from
 // memory and from cache: a group's sums form one chain of dependent adds, and with one
-// chain the kernel waits on the adds' latency. Measured on this machine (Zen 4), one
+// chain the kernel waits on the adds' latency. Measured on this machine (an AMD EPYC), one
 // thread, weights of 256 MB in memory the process owns: 8 columns 0.144 ns a bf16 weight
 // and 0.179 an f32 one, 16 columns 0.117 and 0.142. (An earlier reading that 16 were
 // slower from memory was taken on mapped file pages, which this virtual machine reads at
-// anything from 6 to 68 GB/s.)
+// anything from 6 to 68 GB/s.) Tried since and slower, bf16 weights in L2: 24 to 64
+// columns (0.083 to 0.11 ns a weight against 0.075 for 16), a multiply and a separate add
+// to shorten the chain (0.12), and widening bf16 to double with integer shifts on x
+// scaled by 2^896 (0.085).
 template <class T>
 struct Line {
   static constexpr int terms = 64 / int(sizeof(T));  // per column per step
