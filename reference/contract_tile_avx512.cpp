@@ -127,13 +127,15 @@ inline __m512i load_part(__mmask64 mask, uintptr_t p, uint16_t) {
 // terms added in order. A `part` step adds only the terms in [from, to) and reads nothing
 // of a column outside them: the columns' first line when they start past a line boundary
 // (k is then negative: the line starts before them), and their last when it is partial.
-// So every load reads one line, whole or in part: a load across two lines cost more than
-// whole loads gain (weights 16 bytes off a line: bf16 0.119 -> 0.130 ns a weight), and
-// those terms in scalar code, as they went before, cost a quarter of a bf16 decode step
-// (32 of each column's 2048 terms; 1B shape, weights 16 bytes off a line). With
-// `prefetch`, the next call's line at the same k is fetched into L2: a weight row's first
-// lines would otherwise wait for memory, as the hardware's prefetcher starts afresh on
-// each page. The loops are unrolled whole, so that the regrouped blocks stay in registers.
+// So a load reads one line, whole or in part (but for a column shorter than the distance
+// to its first boundary, whose one part step spans two lines, reading only the column):
+// a load across two lines cost more than whole loads gain (weights 16 bytes off a line:
+// bf16 0.119 -> 0.130 ns a weight), and those terms in scalar code, as they went before,
+// cost a quarter of a bf16 decode step (32 of each column's 2048 terms; 1B shape, weights
+// 16 bytes off a line). With `prefetch`, the next call's line at the same k is fetched
+// into L2: a weight row's first lines would otherwise wait for memory, as the hardware's
+// prefetcher starts afresh on each page. The loops are unrolled whole, so that the
+// regrouped blocks stay in registers.
 template <int R, int G, bool prefetch, bool part, class T>
 __attribute__((always_inline)) inline void line_step(int64_t k, int64_t from, int64_t to, int64_t K, const double* x,
                                                      const T* const* w, const __m512i* index, __m512d (&acc)[R][G]) {
@@ -184,10 +186,10 @@ __attribute__((always_inline)) inline void line_step(int64_t k, int64_t from, in
 // G groups of 8 columns, R rows; each line loaded once, whole, then regrouped in
 // registers: weight rows of 4 KiB or a multiple (K = 2048 bf16) put every column's line
 // at the same L1 set, and reading a line a block at a time took it from L2 four times
-// (30% slower, against K = 2080). The terms before the columns' first line boundary and
-// after their last go in part steps, when every column lies equally far from its
-// boundary (as the rows of one weight do when a row is a whole number of lines); else
-// every load may cross a line.
+// (30% slower, against K = 2080). The terms before the columns' first line boundary go
+// in a part step when every column lies equally far from its boundary (as the rows of one
+// weight do when a row is a whole number of lines; else every load may cross a line), and
+// the terms after the last whole step in another.
 template <int R, int G, bool prefetch, class T>
 void stream_lines(int64_t K, const double* x, const T* const* w, double* out) {
   using L = Line<T>;

@@ -529,46 +529,49 @@ TEST(Ops, OwnedTensorsStartOnACacheLine) {
 // A decode step's weights wherever they lie: rows that start at every offset from a
 // cache line (all rows equally far from one, as a whole-line row puts them, or each at
 // its own offset), in f32 and bf16, k shorter than a line, within a line of it and long,
-// against the naive definition bit for bit. The decode kernel adds the terms before a
-// row's first line boundary and after its last in steps of their own (memory allocated
-// with malloc starts 16 bytes past a line; a file's tensors anywhere).
+// one to four lhs rows, one column or several, against the naive definition bit for bit.
+// The decode kernel adds the terms before a row's first line boundary and after its last
+// in steps of their own (memory allocated with malloc starts 16 bytes past a line; a
+// file's tensors anywhere).
 TEST(Ops, DecodeWeightsAtAnyOffsetFromACacheLine) {
   std::mt19937 rng(23);
   for (DType dtype : {DType::f32, DType::bf16})
-    for (int64_t k : {5, 16, 24, 32, 64, 96, 200})
-      for (int64_t offset_bytes : {0, 2, 4, 16, 30, 48, 62}) {
-        const int64_t size = dtype == DType::bf16 ? 2 : 4;
-        if (offset_bytes % size != 0) continue;
-        const DotCase c{{2, k}, {37, k}, {}, {}, {1}, {1}};
-        const Program program = dot_program(c);
-        const Operation& op = program.ops.back();
-        const Tensor lhs = order_revealing_values(c.lhs, rng), values = order_revealing_values(c.rhs, rng);
-        // The rhs inside a larger tensor, offset_bytes past a line boundary.
-        const Tensor whole(TensorType{DType::f32, {37 * k + 64}});
-        const uint64_t to_line = (64 - reinterpret_cast<uintptr_t>(whole.raw().data()) % 64) % 64;
-        Tensor rhs = Tensor::part_of({dtype, c.rhs}, whole, to_line + uint64_t(offset_bytes));
-        Tensor widened(TensorType{DType::f32, c.rhs});
-        for (size_t i = 0; i < size_t(values.elements()); ++i) {
-          const float v = values.as<float>()[i];
-          if (dtype == DType::bf16) {
-            reinterpret_cast<uint16_t*>(rhs.raw_mut().data())[i] = f32_to_bf16(v);
-            widened.as_mut<float>()[i] = bf16_to_f32(f32_to_bf16(v));
-          } else {
-            rhs.as_mut<float>()[i] = v;
-            widened.as_mut<float>()[i] = v;
+    for (int64_t k : {1, 5, 16, 24, 32, 64, 96, 200})
+      for (int64_t offset_bytes : {0, 2, 4, 16, 30, 48, 62})
+        for (int64_t rows : {1, 2, 3, 4})
+          for (int64_t cols : {1, 37}) {
+            const int64_t size = dtype == DType::bf16 ? 2 : 4;
+            if (offset_bytes % size != 0) continue;
+            const DotCase c{{rows, k}, {cols, k}, {}, {}, {1}, {1}};
+            const Program program = dot_program(c);
+            const Operation& op = program.ops.back();
+            const Tensor lhs = order_revealing_values(c.lhs, rng), values = order_revealing_values(c.rhs, rng);
+            // The rhs inside a larger tensor, offset_bytes past a line boundary.
+            const Tensor whole(TensorType{DType::f32, {cols * k + 64}});
+            const uint64_t to_line = (64 - reinterpret_cast<uintptr_t>(whole.raw().data()) % 64) % 64;
+            Tensor rhs = Tensor::part_of({dtype, c.rhs}, whole, to_line + uint64_t(offset_bytes));
+            Tensor widened(TensorType{DType::f32, c.rhs});
+            for (size_t i = 0; i < size_t(values.elements()); ++i) {
+              const float v = values.as<float>()[i];
+              if (dtype == DType::bf16) {
+                reinterpret_cast<uint16_t*>(rhs.raw_mut().data())[i] = f32_to_bf16(v);
+                widened.as_mut<float>()[i] = bf16_to_f32(f32_to_bf16(v));
+              } else {
+                rhs.as_mut<float>()[i] = v;
+                widened.as_mut<float>()[i] = v;
+              }
+            }
+            const Tensor* wide_operands[] = {&lhs, &widened};
+            const Tensor* operands[] = {&lhs, &rhs};
+            Tensor want(program.type(op.result));
+            dot_general_naive(op, wide_operands, want);
+            for (const KernelPath& path : every_kernel_path()) {
+              Tensor got(program.type(op.result));
+              dot_general_tiled(path.kernel, op, operands, got);
+              EXPECT_TRUE(got.same_bits(want)) << dtype_name(dtype) << ", " << rows << " x " << cols << ", k " << k
+                                               << ", " << offset_bytes << " bytes past a line, " << path.name;
+            }
           }
-        }
-        const Tensor* wide_operands[] = {&lhs, &widened};
-        const Tensor* operands[] = {&lhs, &rhs};
-        Tensor want(program.type(op.result));
-        dot_general_naive(op, wide_operands, want);
-        for (const KernelPath& path : every_kernel_path()) {
-          Tensor got(program.type(op.result));
-          dot_general_tiled(path.kernel, op, operands, got);
-          EXPECT_TRUE(got.same_bits(want)) << dtype_name(dtype) << ", k " << k << ", " << offset_bytes
-                                           << " bytes past a line, " << path.name;
-        }
-      }
 }
 
 // parallel_for's pieces cover [0, count) once each, on workers kept from call to call; a
