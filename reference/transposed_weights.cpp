@@ -29,8 +29,12 @@ void transpose_into(const Tensor& w, float* to) {
   else fill(w.as<float>().data());
 }
 
-// Each copy starts on a cache line of its own.
-uint64_t line_rounded(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+// Each copy starts on a cache line of its own, as the block does (Tensor storage, or a
+// huge page).
+uint64_t line_rounded(uint64_t bytes) {
+  constexpr uint64_t line = Tensor::storage_alignment;
+  return (bytes + line - 1) / line * line;
+}
 
 }  // namespace
 
