@@ -10,15 +10,20 @@ for b in runs:
         print(f"WARNING: {b['name']}: {b.get('error_message')}\n")
 
 
+def is_run_of(b, name):
+    """Whether benchmark entry `b` is a run of `name` (fixed-iteration runs add
+    /iterations:N, wall-clock ones /real_time)."""
+    return b.get("run_name", b["name"]).removesuffix("/real_time").split("/iterations:")[0] == name
+
+
 def rate(name, counter="tokens/s"):
-    """The counter of the benchmark called `name` (fixed-iteration runs add /iterations:N,
-    wall-clock ones /real_time): the median of its repetitions where it was repeated."""
+    """The counter of the benchmark called `name`: the median of its repetitions where it
+    was repeated."""
     found = None
     for b in runs:
         if b.get("error_occurred") or b.get("aggregate_name", "median") != "median":
             continue
-        base = b.get("run_name", b["name"]).removesuffix("/real_time")
-        if base == name or base.startswith(name + "/iterations:"):
+        if is_run_of(b, name):
             if b.get("run_type") == "aggregate" or found is None:
                 found = b.get(counter)
     return found
@@ -29,8 +34,8 @@ def best(name, counter):
     host's other guests only ever lower (two threads read at 32.6 GB/s in one run of this
     table and at 50.4 GB/s in the run before it; a median that low loosens the bound by
     as much)."""
-    values = [b.get(counter) for b in runs if not b.get("error_occurred") and b.get("run_type") != "aggregate"
-              and b.get("run_name", b["name"]).removesuffix("/real_time").split("/iterations:")[0] == name]
+    values = [b.get(counter) for b in runs
+              if not b.get("error_occurred") and b.get("run_type") != "aggregate" and is_run_of(b, name)]
     values = [v for v in values if v is not None]
     return max(values) if values else None
 
