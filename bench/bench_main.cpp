@@ -2,9 +2,12 @@
 // bench/run.sh for the table and README.md for the figures.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "bench/contract.h"
+#include "bench/memory_read.h"
 #include "bench/plain_loops.h"
 #include "bench/workloads.h"
 #include "harness/runner.h"
@@ -22,10 +25,17 @@ TensorMap zero_caches(const ModelSpec& spec, const Cut& cut) {
   return caches;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // Greedy decode steps through Decode{ctx} on `runner`, positions 0, 1, ... ctx - 1 and
-// round again; returns the tokens of the first `check` steps.
+// round again; returns the tokens of the first `check` steps, and each timed step's
+// seconds in `took` when given.
 std::vector<int32_t> decode_steps(benchmark::State& state, CutRunner& runner, const ModelSpec& spec, int64_t ctx,
-                                  size_t check = 0) {
+                                  size_t check = 0, std::vector<double>* took = nullptr) {
   const Cut cut = Cut::decode(ctx);
   TensorMap caches = zero_caches(spec, cut);
   int32_t token = 1;
@@ -49,7 +59,11 @@ std::vector<int32_t> decode_steps(benchmark::State& state, CutRunner& runner, co
   // The first step, untimed, pays once what no later one does: authoring and planning
   // the program, and the first touch of its buffers (50 to 70 ms of llama1b's).
   step();
-  for (auto _ : state) step();
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    if (took) took->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   state.counters["tokens/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
   return tokens;
 }
@@ -62,8 +76,21 @@ void reference_decode(benchmark::State& state, const std::string& model, int thr
   run.threads = threads;
   run.keep_values = false;  // as cutcheck generate and run do: bf16 weights are never kept widened
   ReferenceRunner runner(w.spec, w.weights, ProgramEdit{}, run);
-  decode_steps(state, runner, w.spec, decode_ctx(model));
+  std::vector<double> steps;
+  decode_steps(state, runner, w.spec, decode_ctx(model), 0, &steps);
+  // The bound: the time to read the same weights once, as fast as this machine reads
+  // (read_threads), measured right after the steps. The memory's speed drifts from minute
+  // to minute on a shared host (two threads read a buffer at 32.6 GB/s in one run of the
+  // table and at 50.4 in the run before), so a bound measured apart from the steps moves
+  // every ratio with it. Medians, so that a step or a read that the host interrupted
+  // moves neither. (Reads between the steps made the steps themselves up to a tenth
+  // faster, for reasons not found: the steps run back to back, as generate runs them.)
+  const std::vector<std::span<const uint64_t>> words = weight_words(w.weights);
+  std::vector<double> reads;
+  for (int i = 0; i < 5; ++i) reads.push_back(read_seconds(words, read_threads));
   state.counters["weight GB"] = double(weight_bytes(w.weights)) / 1e9;  // the bytes a step must read
+  state.counters["bound ms"] = median(reads) * 1e3;
+  state.counters["time / bound"] = median(steps) / median(reads);
 }
 
 void oracle_decode(benchmark::State& state, const std::string& model) {
@@ -171,20 +198,22 @@ void register_all() {
     const bool big = model == "llama1b";
     // Wall-clock time: a step's work is split between threads, and the calling thread's
     // CPU time would leave out the others'.
-    auto iterations = [&](benchmark::internal::Benchmark* b) {
-      if (big) b->Iterations(3);
+    // The reference's steps on the 1B shape: nine, for a median (a step takes a tenth of a
+    // second).
+    auto iterations = [&](benchmark::internal::Benchmark* b, int steps = 3) {
+      if (big) b->Iterations(steps);
       b->UseRealTime()->Unit(benchmark::kMillisecond);
     };
     iterations(benchmark::RegisterBenchmark(("decode/plain/" + model).c_str(), plain_decode, model));
-    iterations(benchmark::RegisterBenchmark(("decode/reference/" + model).c_str(), reference_decode, model, 1));
-    iterations(benchmark::RegisterBenchmark(("decode/reference_2_threads/" + model).c_str(), reference_decode, model, 2));
+    iterations(benchmark::RegisterBenchmark(("decode/reference/" + model).c_str(), reference_decode, model, 1), 9);
+    iterations(benchmark::RegisterBenchmark(("decode/reference_2_threads/" + model).c_str(), reference_decode, model, 2), 9);
     iterations(benchmark::RegisterBenchmark(("decode/oracle/" + model).c_str(), oracle_decode, model));
   }
   // The 1B shape with its weights stored in bf16: half the bytes to read.
   for (int threads : {1, 2}) {
     const std::string name = threads == 1 ? "decode/reference/llama1b-bf16" : "decode/reference_2_threads/llama1b-bf16";
     benchmark::RegisterBenchmark(name.c_str(), reference_decode, std::string("llama1b-bf16"), threads)
-        ->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+        ->Iterations(9)->UseRealTime()->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("prefill/reference/stories260K", reference_prefill, std::string("stories260K"))
       ->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "author/builder.h"
+#include "bench/memory_read.h"
 #include "model/spec.h"
 #include "reference/interpreter.h"
 #include "reference/parallel.h"
@@ -98,27 +99,11 @@ void dgemm_layer(benchmark::State& state, const std::string& model, int threads)
 }
 
 // Reads 1 GiB once per iteration, split between `threads` threads as a decode step splits
-// its weights: one core's reads may not reach what the memory delivers to two. Eight
-// independent sums, which the compiler vectorises: with one running sum the adds wait on
-// each other and the loop measured about two thirds of what the memory delivers.
-uint64_t sum_of(const uint64_t* p, int64_t n) {
-  uint64_t s[8] = {};
-  for (int64_t i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += p[i + j];
-  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-}
-
+// its weights.
 void read_bandwidth(benchmark::State& state, int threads) {
   std::vector<uint64_t> buffer(size_t(1) << 27, 1);
-  KernelThreads scope(threads);
-  const int64_t pieces = 64, piece = int64_t(buffer.size()) / pieces;
-  for (auto _ : state) {
-    std::vector<uint64_t> sums(static_cast<size_t>(pieces));
-    parallel_for(pieces, 1e9, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) sums[size_t(p)] = sum_of(buffer.data() + p * piece, piece);
-    });
-    benchmark::DoNotOptimize(sums.data());
-  }
+  const std::vector<std::span<const uint64_t>> blocks = {buffer};
+  for (auto _ : state) state.SetIterationTime(read_seconds(blocks, threads));
   const double bytes = double(buffer.size() * sizeof(uint64_t)) * double(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
   state.SetBytesProcessed(int64_t(bytes));
@@ -130,7 +115,7 @@ void register_contractions() {
   for (int threads : {1, 2})
     benchmark::RegisterBenchmark(threads == 1 ? "memory/read_bandwidth" : "memory/read_bandwidth_2_threads", read_bandwidth,
                                  threads)
-        ->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
+        ->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
   for (std::string model : {"bench512", "llama1b"})
     for (int threads : {1, 2}) {
       const std::string suffix = model + "/threads:" + std::to_string(threads);

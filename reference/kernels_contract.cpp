@@ -328,15 +328,22 @@ void stream(const TileKernel& tile, const Gemm& g, const float* x, const T* w, f
   parallel_for(jobs, double(width) * double(g.M) * double(std::max<int64_t>(g.K, 1)), [&](int64_t begin, int64_t end) {
     const T* cols[2 * stream_width_max];  // this job's columns, then the next one's (StreamFn)
     double out[stream_rows_max * stream_width_max];
+    // A job: batch b's columns n0 .. n0 + valid - 1.
+    struct Job {
+      int64_t b, n0;
+      int valid;
+    };
+    auto job_of = [&](int64_t job) {
+      const int64_t n0 = job % blocks * width;
+      return Job{job / blocks, n0, int(std::min<int64_t>(width, g.N - n0))};
+    };
     auto columns = [&](int64_t job, const T** to) {
-      const int64_t b = job / blocks, n0 = job % blocks * width;
-      const int valid = int(std::min<int64_t>(width, g.N - n0));
+      const Job j = job_of(job);
       // Columns past the end repeat the first one; their sums are not stored.
-      for (int j = 0; j < width; ++j) to[j] = w + g.br[size_t(b)] + g.nr[size_t(n0 + (j < valid ? j : 0))];
+      for (int c = 0; c < width; ++c) to[c] = w + g.br[size_t(j.b)] + g.nr[size_t(j.n0 + (c < j.valid ? c : 0))];
     };
     for (int64_t job = begin; job < end; ++job) {
-      const int64_t b = job / blocks, n0 = job % blocks * width;
-      const int valid = int(std::min<int64_t>(width, g.N - n0));
+      const auto [b, n0, valid] = job_of(job);
       columns(job, cols);
       // The cache's kernels prefetch nothing: the columns after stay those of the first job.
       if (!cached || job == begin) columns(cached || job + 1 == jobs ? job : job + 1, cols + width);
