@@ -264,12 +264,9 @@ Tensor Executable::stored(ValueId v, const Tensor& t) const {
   return copy;
 }
 
-void Executable::bind(const TensorMap& inputs) {
-  check_inputs(program_, inputs);
-  for (const InputDecl& in : program_.inputs) slots_[size_t(in.value)] = stored(in.value, inputs.at(program_.name(in.value)));
-  next_ = 0;
-  at_collective_ = false;
-}
+// The caller keeps its tensors: the slots share their storage, which is then never
+// written over in place (Tensor::sole_owner).
+void Executable::bind(const TensorMap& inputs) { bind(TensorMap(inputs)); }
 
 void Executable::bind(TensorMap&& inputs) {
   check_inputs(program_, inputs);
