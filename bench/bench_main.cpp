@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "bench/contract.h"
@@ -25,10 +26,11 @@ TensorMap zero_caches(const ModelSpec& spec, const Cut& cut) {
   return caches;
 }
 
+// NaN for no values: a ratio of it then shows as missing rather than as a number.
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return n == 0 ? std::nan("") : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Greedy decode steps through Decode{ctx} on `runner`, positions 0, 1, ... ctx - 1 and
@@ -59,6 +61,7 @@ std::vector<int32_t> decode_steps(benchmark::State& state, CutRunner& runner, co
   // The first step, untimed, pays once what no later one does: authoring and planning
   // the program, and the first touch of its buffers (50 to 70 ms of llama1b's).
   step();
+  if (took) took->reserve(size_t(state.max_iterations));
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     step();
@@ -82,13 +85,15 @@ void reference_decode(benchmark::State& state, const std::string& model, int thr
   // (read_threads), measured right after the steps. The memory's speed drifts from minute
   // to minute on a shared host (two threads read a buffer at 32.6 GB/s in one run of the
   // table and at 50.4 in the run before), so a bound measured apart from the steps moves
-  // every ratio with it. Medians, so that a step or a read that the host interrupted
-  // moves neither. (Reads between the steps made the steps themselves up to a tenth
-  // faster, for reasons not found: the steps run back to back, as generate runs them.)
+  // every ratio with it. Medians, so that a step or a read the host interrupted moves
+  // neither (one interruption here held a 0.8 ms contraction for 8.7 ms). The steps run
+  // back to back, as generate runs them: reads between them made steps up to a tenth
+  // faster, for reasons not found.
   const std::vector<std::span<const uint64_t>> words = weight_words(w.weights);
   std::vector<double> reads;
   for (int i = 0; i < 5; ++i) reads.push_back(read_seconds(words, read_threads));
   state.counters["weight GB"] = double(weight_bytes(w.weights)) / 1e9;  // the bytes a step must read
+  state.counters["step ms"] = median(steps) * 1e3;
   state.counters["bound ms"] = median(reads) * 1e3;
   state.counters["time / bound"] = median(steps) / median(reads);
 }

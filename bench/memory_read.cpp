@@ -20,7 +20,8 @@ uint64_t sum_of(const uint64_t* p, int64_t n) {
   return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
-// A piece of work for one thread: 1 MiB, long enough that taking it costs nothing.
+// Blocks are cut into pieces of 1 MiB, so that a large block is shared between threads;
+// parallel_for hands each thread runs of pieces.
 constexpr int64_t piece_words = (int64_t(1) << 20) / 8;
 
 }  // namespace

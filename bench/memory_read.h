@@ -17,8 +17,9 @@ constexpr int read_threads = 2;
 // Seconds to read every word of `blocks` once on `threads` threads.
 double read_seconds(const std::vector<std::span<const uint64_t>>& blocks, int threads);
 
-// The weights' storage as words (a weight's last bytes short of a word are left out: a
-// few bytes of gigabytes). Each weight starts on a cache line (Tensor::storage_alignment).
+// The weights' storage as aligned words: the bytes before a weight's first word boundary
+// and after its last are left out, a few bytes of gigabytes (owned weights start on a
+// cache line, Tensor::storage_alignment; mapped ones where the file puts them).
 std::vector<std::span<const uint64_t>> weight_words(const TensorMap& weights);
 
 }  // namespace cutcheck::bench

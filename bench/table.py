@@ -53,24 +53,24 @@ for model in ("stories260K", "bench512", "llama1b"):
     print(f"| {model} | {fmt(plain)} | {fmt(ref)} | {fmt(ref2)} | {fmt(oracle)} | {fmt(ratio, 2)}x |")
 
 # The bound: every weight read once, the same weights read by two threads right after the
-# steps (bench_main.cpp's reference_decode), each decode against its own bound: the
-# median step against the median read. The read bandwidth of a 1 GiB buffer is shown
-# beside it, the machine's speed measured apart.
+# steps (bench_main.cpp's reference_decode), each decode against its own bound: its median
+# step against its median read, the median of the repetitions' ratios (so it can differ a
+# little from the quotient of the two medians shown). The read bandwidth of a 1 GiB buffer
+# is shown beside it, the machine's speed measured apart.
 bw1, bw2 = best("memory/read_bandwidth", "GB/s"), best("memory/read_bandwidth_2_threads", "GB/s")
-print(f"\nDecode against reading every weight once (the same weights, read by two threads right after the steps; "
-      f"a 1 GiB buffer read at {fmt(bw1)} GB/s by one thread, {fmt(bw2)} GB/s by two; "
+print(f"\nDecode against reading every weight once (median step, and the same weights read by two threads right "
+      f"after the steps; a 1 GiB buffer read at {fmt(bw1)} GB/s by one thread, {fmt(bw2)} GB/s by two; "
       f"llama1b-bf16 is llama1b with its weights stored in bf16):\n")
-print("| model | weights | bound, ms (GB/s) | reference, ms | time / bound | reference, 2 threads, ms | time / bound |")
-print("|---|---|---|---|---|---|---|")
+print("| model | weights | reference, ms | bound, ms (GB/s) | time / bound | reference, 2 threads, ms | bound, ms (GB/s) | time / bound |")
+print("|---|---|---|---|---|---|---|---|")
 for model in ("bench512", "llama1b", "llama1b-bf16"):
-    one, two = f"decode/reference/{model}", f"decode/reference_2_threads/{model}"
-    gb = rate(one, "weight GB")
-    bound = rate(two, "bound ms")
-    speed = gb / bound * 1e3 if gb and bound else None
-    ms = [1e3 / r if r else None for r in (rate(one), rate(two))]
-    ratios = [rate(one, "time / bound"), rate(two, "time / bound")]
-    print(f"| {model} | {fmt(gb)} GB | {fmt(bound)} ({fmt(speed)}) | {fmt(ms[0])} | {fmt(ratios[0], 2)}x | "
-          f"{fmt(ms[1])} | {fmt(ratios[1], 2)}x |")
+    gb = rate(f"decode/reference/{model}", "weight GB")
+    cells = []
+    for name in (f"decode/reference/{model}", f"decode/reference_2_threads/{model}"):
+        step, bound, ratio = rate(name, "step ms"), rate(name, "bound ms"), rate(name, "time / bound")
+        speed = gb / bound * 1e3 if gb and bound else None
+        cells += [fmt(step), f"{fmt(bound)} ({fmt(speed)})", f"{fmt(ratio, 2)}x"]
+    print(f"| {model} | {fmt(gb)} GB | " + " | ".join(cells) + " |")
 
 print("\nContractions of one layer of a 128-row prefill (q, k, v, o, w1, w3, w2), GFLOP/s, against "
       "OpenBLAS dgemm on the same shapes in double:\n")

@@ -55,15 +55,17 @@ namespace {
 // columns (0.083 to 0.11 ns a weight against 0.075 for 16), a multiply and a separate add
 // to shorten the chain (0.12), and widening bf16 to double with integer shifts on x
 // scaled by 2^896 (0.085). And no faster (the fifth session, weight rows of 4 KiB as in
-// a 1B model): 32 columns with half the regrouped blocks parked on the stack (0.095;
-// 0.060 against 0.071 only where a row is not a multiple of 4 KiB, since 32 columns'
-// lines then share one L1 set), the second 16 of them half a row behind the first (0.068
-// in cache, but 32 streams from memory read slower than 16: 0.124 against 0.089 one
+// a 1B model; each figure against 0.073 to 0.078 for this kernel in the same runs): 32
+// columns with half the regrouped blocks parked on the stack (0.095: with rows of 4 KiB
+// all 32 columns' lines fall in one L1 set; where rows are 4160 bytes it was faster,
+// 0.060 against 0.071), the second 16 of them half a row behind the first (0.068 in
+// cache, but from memory 32 streams read slower than 16: 0.124 against 0.089 on one
 // thread), every regrouped pair staged through the stack and widened from there (0.075),
 // that with a multiply and a separate add (0.118), the integer widening with a multiply
 // and an add (0.074; a subnormal bf16 weight then becomes a subnormal double, which this
-// CPU multiplies about twice as slowly), prefetching 3, 8 or 24 lines ahead in the same
-// rows instead of the next call's rows, and weights on 2 MiB pages.
+// CPU multiplies about twice as slowly); and, neither beyond the noise, prefetching 3, 8
+// or 24 lines ahead in the same rows instead of the next call's rows (whole decode steps)
+// and weights on 2 MiB pages (from memory, two threads).
 template <class T>
 struct Line {
   static constexpr int terms = 64 / int(sizeof(T));  // per column per step
