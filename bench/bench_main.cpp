@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "bench/contract.h"
+#include "bench/decode_ceiling.h"
 #include "bench/memory_read.h"
 #include "bench/plain_loops.h"
 #include "bench/workloads.h"
@@ -73,6 +74,25 @@ std::vector<int32_t> decode_steps(benchmark::State& state, CutRunner& runner, co
 
 int64_t decode_ctx(const std::string& model) { return model.starts_with("llama1b") ? 32 : 64; }
 
+// A decode's steps against its bound: the time to read the same weights once, as fast as
+// this machine reads (read_threads), measured right after the steps. The memory's speed
+// drifts from minute to minute on a shared host (two threads read a buffer at 32.6 GB/s in
+// one run of the table and at 50.4 in the run before), so a bound measured apart from the
+// steps moves every ratio with it. Medians, so that a step or a read the host interrupted
+// moves neither (one interruption here held a 0.8 ms contraction for 8.7 ms).
+void against_bound(benchmark::State& state, const TensorMap& weights, const std::vector<double>& steps) {
+  const std::vector<std::span<const uint64_t>> words = weight_words(weights);
+  std::vector<double> reads;
+  for (int i = 0; i < 5; ++i) reads.push_back(read_seconds(words, read_threads));
+  const double step = median(steps), bound = median(reads);
+  state.counters["weight GB"] = double(weight_bytes(weights)) / 1e9;  // the bytes a step must read
+  state.counters["step ms"] = step * 1e3;
+  state.counters["bound ms"] = bound * 1e3;
+  state.counters["time / bound"] = step / bound;
+}
+
+// The steps run back to back, as generate runs them: reads between them made steps up to
+// a tenth faster, for reasons not found.
 void reference_decode(benchmark::State& state, const std::string& model, int threads) {
   const Workload& w = workload(model);
   RunOptions run;
@@ -81,22 +101,24 @@ void reference_decode(benchmark::State& state, const std::string& model, int thr
   ReferenceRunner runner(w.spec, w.weights, ProgramEdit{}, run);
   std::vector<double> steps;
   decode_steps(state, runner, w.spec, decode_ctx(model), 0, &steps);
-  // The bound: the time to read the same weights once, as fast as this machine reads
-  // (read_threads), measured right after the steps. The memory's speed drifts from minute
-  // to minute on a shared host (two threads read a buffer at 32.6 GB/s in one run of the
-  // table and at 50.4 in the run before), so a bound measured apart from the steps moves
-  // every ratio with it. Medians, so that a step or a read the host interrupted moves
-  // neither (one interruption here held a 0.8 ms contraction for 8.7 ms). The steps run
-  // back to back, as generate runs them: reads between them made steps up to a tenth
-  // faster, for reasons not found.
-  const std::vector<std::span<const uint64_t>> words = weight_words(w.weights);
-  std::vector<double> reads;
-  for (int i = 0; i < 5; ++i) reads.push_back(read_seconds(words, read_threads));
-  const double step = median(steps), bound = median(reads);
-  state.counters["weight GB"] = double(weight_bytes(w.weights)) / 1e9;  // the bytes a step must read
-  state.counters["step ms"] = step * 1e3;
-  state.counters["bound ms"] = bound * 1e3;
-  state.counters["time / bound"] = step / bound;
+  against_bound(state, w.weights, steps);
+}
+
+// The yardstick for the reference's decode (decode_ceiling.h): the same arithmetic on a
+// copy of the weights laid out for it, on two threads, against the same bound.
+void decode_ceiling(benchmark::State& state, const std::string& model) {
+  if (const std::string why = DecodeCeiling::unsupported(); !why.empty()) return state.SkipWithError(why.c_str());
+  const Workload& w = workload(model);
+  DecodeCeiling ceiling(w.weights);
+  ceiling.pass_seconds(2);  // untimed: the first touch of the sums
+  if (!ceiling.agrees_with_definition()) return state.SkipWithError("the ceiling's sums differ from the definition's");
+  std::vector<double> steps;
+  steps.reserve(size_t(state.max_iterations));
+  for (auto _ : state) {
+    steps.push_back(ceiling.pass_seconds(2));
+    state.SetIterationTime(steps.back());
+  }
+  against_bound(state, w.weights, steps);
 }
 
 void oracle_decode(benchmark::State& state, const std::string& model) {
@@ -221,6 +243,9 @@ void register_all() {
     benchmark::RegisterBenchmark(name.c_str(), reference_decode, std::string("llama1b-bf16"), threads)
         ->Iterations(9)->UseRealTime()->Unit(benchmark::kMillisecond);
   }
+  for (std::string model : {"bench512", "llama1b", "llama1b-bf16"})
+    benchmark::RegisterBenchmark(("decode/ceiling_2_threads/" + model).c_str(), decode_ceiling, model)
+        ->Iterations(9)->UseManualTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("prefill/reference/stories260K", reference_prefill, std::string("stories260K"))
       ->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("prefill/reference/bench512", reference_prefill, std::string("bench512"))
