@@ -110,7 +110,7 @@ void decode_ceiling(benchmark::State& state, const std::string& model) {
   if (const std::string why = DecodeCeiling::unsupported(); !why.empty()) return state.SkipWithError(why.c_str());
   const Workload& w = workload(model);
   DecodeCeiling ceiling(w.weights);
-  ceiling.pass_seconds(2);  // untimed: the first touch of the sums
+  ceiling.pass_seconds(2);  // untimed: the sums the check reads
   if (!ceiling.agrees_with_definition()) return state.SkipWithError("the ceiling's sums differ from the definition's");
   std::vector<double> steps;
   steps.reserve(size_t(state.max_iterations));

@@ -1,7 +1,7 @@
-// How fast a decode step could go on this machine under the reference's semantics, as a
-// yardstick for the reference's own decode: what the reference loses against it, a kernel
-// over the weights as stored might still win; what it loses against reading the weights
-// once is the machine's, the arithmetic that the reads do not hide.
+// A yardstick for the reference's decode: the same arithmetic with nothing in its way.
+// What the reference loses against it is at least partly the weights' layout (and the
+// interpreter's ops and joins); what the ceiling itself loses against reading the weights
+// once is the arithmetic that the reads do not hide, on this kernel at least.
 //
 // Every matrix of the weights is copied beforehand into panels of 32 columns, each term's
 // 32 columns side by side, so that the kernel transposes nothing and each thread reads one
@@ -34,7 +34,8 @@ class DecodeCeiling {
   double pass_seconds(int threads);
 
   // Whether the last pass's sums equal the definition's bits, computed in plain loops over
-  // the weights as stored, at every column of the first and the last panel of every matrix.
+  // the weights as stored, at every column of the first and the last panel of every matrix;
+  // false when there is no matrix to check.
   bool agrees_with_definition() const;
 
  private:
@@ -46,6 +47,7 @@ class DecodeCeiling {
   };
   std::vector<Matrix> matrices_;
   std::vector<std::pair<size_t, int64_t>> work_;  // (matrix, panel): what threads take in turn
+  double work_cost_ = 0;                          // the elements of one, on average (parallel_for)
 };
 
 }  // namespace cutcheck::bench
