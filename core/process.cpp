@@ -116,23 +116,36 @@ void kill_tree(pid_t keeper) {
   waitpid(keeper, nullptr, __WALL);
 }
 
+void child_ended(int) {}  // only so that SIGCHLD interrupts the keeper's wait (ignored by default)
+
 // The keeper: the child run_process forks. It makes itself a subreaper, starts the
 // command, sends the command's wait status down `status_fd`, and then only reaps until
-// it is killed. Runs between fork and exec in a process that may have threads, so it
-// makes async-signal-safe calls only. `in_fd` < 0: stdin from /dev/null.
-[[noreturn]] void keep(const char* command, int in_fd, int out_fd, int err_fd, int status_fd) {
+// it is killed, or until cutcheck is gone: `life_fd` is the read end of a pipe whose
+// write end only cutcheck holds, so it ends when cutcheck does, however it ends. The
+// keeper then kills its process group (the command's, and all it started that stayed in
+// it) and so itself. (Before, a cutcheck killed with SIGKILL mid-run left each keeper
+// waiting, with its backend, for as long as the backend ran, for ever if it hung; and a
+// keeper that had reported already, paused for ever.) Runs between fork and exec in a process
+// that may have threads, so it makes async-signal-safe calls only (and ppoll, a system
+// call as poll is). `in_fd` < 0: stdin from /dev/null.
+[[noreturn]] void keep(const char* command, int in_fd, int out_fd, int err_fd, int status_fd, int life_fd) {
   setpgid(0, 0);
   signal(SIGINT, SIG_DFL);  // cutcheck's own interrupt handling is not the backend's
   signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);  // cutcheck ignores it while it talks to servers; the backend must not inherit that
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   if (in_fd < 0) in_fd = open("/dev/null", O_RDONLY);
-  if (in_fd < 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || dup2(status_fd, 3) < 0)
+  // The lifeline first goes above 4, where no dup2 below can overwrite it before it is
+  // moved to 4 (the others reach their places before anything is written over them).
+  life_fd = fcntl(life_fd, F_DUPFD, 5);
+  if (in_fd < 0 || life_fd < 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 ||
+      dup2(status_fd, 3) < 0 || dup2(life_fd, 4) < 0)
     _exit(127);
   // Nothing else of cutcheck's: not the pipes other workers' runs wait on for an end.
-  if (close_range(4, ~0U, 0) != 0)
-    for (int fd = 4; fd < 4096; ++fd) close(fd);
-  fcntl(3, F_SETFD, FD_CLOEXEC);  // the status pipe is the keeper's alone
+  if (close_range(5, ~0U, 0) != 0)
+    for (int fd = 5; fd < 4096; ++fd) close(fd);
+  fcntl(3, F_SETFD, FD_CLOEXEC);  // the status pipe and the lifeline are the keeper's alone
+  fcntl(4, F_SETFD, FD_CLOEXEC);
   // vfork: the child only execs, and copying cutcheck's page tables again would cost more
   // than the command's own start-up.
   char* const argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(command), nullptr};
@@ -144,17 +157,29 @@ void kill_tree(pid_t keeper) {
   close(0);  // so that the pipes end when the backend's processes close them
   close(1);
   close(2);
-  int status = 0;
-  if (backend < 0) {
-    status = 127 << 8;  // as if the shell was not found
-  } else {
-    while (waitpid(backend, &status, 0) < 0 && errno == EINTR) {
-    }
+  // A status reported after cutcheck is gone fails quietly; the keeper must live on to see
+  // the lifeline end and kill what is left of the backend's group.
+  signal(SIGPIPE, SIG_IGN);
+  auto report = [](int status) {
+    (void)!write(3, &status, sizeof status);
+    close(3);
+  };
+  if (backend < 0) report(127 << 8);  // as if the shell was not found
+  // SIGCHLD is blocked but while ppoll waits, so that a child ending between the reaping
+  // and the wait still ends the wait.
+  signal(SIGCHLD, child_ended);
+  sigset_t child, waiting;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &child, &waiting);
+  sigdelset(&waiting, SIGCHLD);
+  while (true) {
+    int status = 0;
+    for (pid_t ended; (ended = waitpid(-1, &status, WNOHANG)) > 0;)
+      if (ended == backend) report(status);
+    pollfd life{4, POLLIN, 0};
+    if (ppoll(&life, 1, nullptr, &waiting) > 0) kill(0, SIGKILL);  // the lifeline ended: cutcheck is gone
   }
-  (void)!write(3, &status, sizeof status);
-  close(3);
-  while (true)
-    if (waitpid(-1, nullptr, 0) < 0 && errno == ECHILD) pause();
 }
 
 }  // namespace
@@ -185,14 +210,14 @@ KeptProcess::KeptProcess(const std::string& command, bool pipe_stdin) {
   std::call_once(subreaper, [] { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
   // Close-on-exec everywhere, so that a backend another worker starts meanwhile does not
   // hold these pipes open; the keeper passes them on by dup2.
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, done[2] = {-1, -1};
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, done[2] = {-1, -1}, life[2] = {-1, -1};
   auto close_all = [&] {
-    for (int* p : {in, out, err, done})
+    for (int* p : {in, out, err, done, life})
       for (int i = 0; i < 2; ++i)
         if (p[i] >= 0) close(p[i]);
   };
   if ((pipe_stdin && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-      pipe2(done, O_CLOEXEC) != 0) {
+      pipe2(done, O_CLOEXEC) != 0 || pipe2(life, O_CLOEXEC) != 0) {
     const int e = errno;
     close_all();  // the pipes made before the one that failed
     throw IoError(fmt::format("cannot create pipes: {}", std::strerror(e)));
@@ -201,7 +226,7 @@ KeptProcess::KeptProcess(const std::string& command, bool pipe_stdin) {
   {
     std::lock_guard lock(keepers_mutex);  // registered before a sweep can see it
     pid = fork();
-    if (pid == 0) keep(command.c_str(), in[0], out[1], err[1], done[1]);
+    if (pid == 0) keep(command.c_str(), in[0], out[1], err[1], done[1], life[0]);
     if (pid > 0) live_keepers.insert(pid);
   }
   if (pid < 0) {
@@ -214,7 +239,9 @@ KeptProcess::KeptProcess(const std::string& command, bool pipe_stdin) {
   close(out[1]);
   close(err[1]);
   close(done[1]);
+  close(life[0]);
   keeper_ = pid;
+  life_ = life[1];
   in_ = in[1];
   out_ = out[0];
   err_ = err[0];
@@ -246,7 +273,7 @@ int KeptProcess::wait_status() {
 void KeptProcess::kill() {
   if (keeper_ > 0) kill_tree(keeper_);
   keeper_ = 0;
-  for (int* fd : {&in_, &out_, &err_, &ended_}) {
+  for (int* fd : {&in_, &out_, &err_, &ended_, &life_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }

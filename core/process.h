@@ -33,7 +33,9 @@ ProcessResult run_process(const std::string& command, double timeout_seconds, si
 // group), with pipes the caller drives: its stdout and stderr, its stdin when asked for
 // (else /dev/null), and `ended`, which becomes readable when the command itself exits.
 // For a command that lives across many exchanges (a backend server). Destroying it kills
-// everything below the keeper, as a run's end does.
+// everything below the keeper, as a run's end does. If cutcheck itself ends without
+// doing that (killed with SIGKILL, say), the keeper kills the command's process group and
+// itself; what left the group is not found then.
 class KeptProcess {
  public:
   KeptProcess(const std::string& command, bool pipe_stdin);
@@ -56,6 +58,7 @@ class KeptProcess {
  private:
   pid_t keeper_ = 0;
   int in_ = -1, out_ = -1, err_ = -1, ended_ = -1;
+  int life_ = -1;  // the keeper's lifeline (keep() in process.cpp): held open, never written
 };
 
 // 'it''s' -> quoted for /bin/sh.
