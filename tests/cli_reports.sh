@@ -73,19 +73,25 @@ print('killed run: a valid partial report of', r['counts']['cases'], 'cases')" |
 # Killed while its backend hangs: nothing of the run outlives cutcheck. The keeper of the
 # run in flight (a fork of cutcheck, with its command line) ends with cutcheck and kills
 # the backend's process group (core/process.cpp); before, both waited for the backend to
-# end by itself. Their command lines name $work, which nothing else running does.
-CUTCHECK_TEST_SLEEP=600 TMPDIR="$work" "$cutcheck" conform --backend "$here/backends/sleepy.sh" --cases 4 \
+# end by itself. The keeper's and the backend's command lines name $work, the backend's
+# sleep its own length: nothing else running names either.
+hang=600.$$
+literal() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g'; }  # $1 as an extended regex matching itself
+leftovers="$(literal "$work/")|$(literal "sleep $hang")"
+CUTCHECK_TEST_SLEEP=$hang TMPDIR="$work" "$cutcheck" conform --backend "$here/backends/sleepy.sh" --cases 4 \
   --json "$work/hung.json" > /dev/null 2>&1 &
 pid=$!
-for _ in $(seq 100); do
-  pgrep -f -- "sleepy.sh $work/" > /dev/null && break
+started=""
+for _ in $(seq 300); do
+  pgrep -f -- "$(literal "sleep $hang")" > /dev/null && started=yes && break
   sleep 0.1
 done
+[ -n "$started" ] || fail "the hanging backend did not start within 30 s"
 kill -9 $pid
 wait $pid 2> /dev/null
 left=""
 for _ in $(seq 50); do
-  left=$(pgrep -f -- "$work/" | tr '\n' ' ')
+  left=$(pgrep -f -- "$leftovers" | tr '\n' ' ')
   [ -z "$left" ] && break
   sleep 0.1
 done
