@@ -114,5 +114,24 @@ rc=$?
 grep -q "killed by signal 9" out.txt || fail "kill -9: not reported as a crash: $(cat out.txt)"
 nothing_left "kill -9 of the backend"
 
+# kill -9 of cutcheck itself: the keeper of the run in flight (a fork of cutcheck, with
+# $cutcheck's command line) ends with it and kills the backend's process group
+# (core/process.cpp); before, both waited for the backend to end by itself. The backend's
+# sleep is named by a length of its own. Nothing can remove the campaign's scratch folder
+# after a SIGKILL, so TMPDIR is cleared before the check.
+hang=600.$$
+CUTCHECK=$cutcheck CUTCHECK_TEST_SLEEP=$hang "$cutcheck" conform --backend "$backends/sleepy.sh" --cases 4 \
+  > out.txt 2> err.txt &
+pid=$!
+started=""
+for _ in $(seq 300); do pgrep -f "sleep $hang" > /dev/null && started=yes && break; sleep 0.1; done
+[ -n "$started" ] || fail "kill -9 of cutcheck: the backend did not start within 30 s"
+kill -9 $pid
+wait $pid 2> /dev/null
+# The keeper ends the run on its own time, not cutcheck's: up to 5 s for it.
+for _ in $(seq 50); do pgrep -f "$cutcheck|sleep $hang" > /dev/null || break; sleep 0.1; done
+rm -rf tmp/*
+nothing_left "kill -9 of cutcheck" "sleep $hang"
+
 [ $failures = 0 ] || { echo "$failures failures"; exit 1; }
 echo "hostile backends: all passed"
