@@ -82,19 +82,17 @@ DecodeCeiling::DecodeCeiling(const TensorMap& weights) {
   for (const auto& [name, w] : weights) {
     if (w.shape().size() != 2 || (w.dtype() != DType::f32 && w.dtype() != DType::bf16)) continue;
     const int64_t N = w.shape()[0], K = w.shape()[1], panels = (N + panel_width - 1) / panel_width;
-    Tensor packed = Tensor::uninitialized({w.dtype(), {panels, K, panel_width}});
+    Tensor packed({w.dtype(), {panels, K, panel_width}});  // zero-filled: the columns past N stay zero
     const size_t size = dtype_size(w.dtype());
     const std::byte* from = w.raw().data();
     std::byte* to = packed.raw_mut().data();
-    for (int64_t p = 0; p < panels; ++p)
-      for (int j = 0; j < panel_width; ++j) {
-        const int64_t n = p * panel_width + j;
-        std::byte* column = to + (size_t(p * K * panel_width) + size_t(position(j, w.dtype()))) * size;
-        for (int64_t k = 0; k < K; ++k)
-          if (n < N) std::memcpy(column + size_t(k * panel_width) * size, from + size_t(n * K + k) * size, size);
-          else std::memset(column + size_t(k * panel_width) * size, 0, size);
-      }
-    Matrix m{&w, panels, K, std::move(packed), {}, std::vector<double>(size_t(panels * panel_width))};
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t p = n / panel_width;
+      std::byte* column = to + (size_t(p * K * panel_width) + size_t(position(int(n % panel_width), w.dtype()))) * size;
+      for (int64_t k = 0; k < K; ++k)
+        std::memcpy(column + size_t(k * panel_width) * size, from + size_t(n * K + k) * size, size);
+    }
+    Matrix m{&w, std::move(packed), {}, std::vector<double>(size_t(panels * panel_width))};
     // f32 values, as a decode's activations are: their products with f32 or bf16 weights
     // are exact in double, so the fused multiply-add gives the definition's bits.
     for (int64_t k = 0; k < K; ++k) m.x.push_back(double(float(1.0 + 0.001 * double(k % 997))));
@@ -102,8 +100,8 @@ DecodeCeiling::DecodeCeiling(const TensorMap& weights) {
   }
   double elements = 0;
   for (size_t i = 0; i < matrices_.size(); ++i) {
-    for (int64_t p = 0; p < matrices_[i].panels; ++p) work_.push_back({i, p});
-    elements += double(matrices_[i].panels * matrices_[i].K * panel_width);
+    for (int64_t p = 0; p < matrices_[i].panels(); ++p) work_.push_back({i, p});
+    elements += double(matrices_[i].packed.elements());
   }
   work_cost_ = work_.empty() ? 0 : elements / double(work_.size());
 }
@@ -116,10 +114,11 @@ double DecodeCeiling::pass_seconds(int threads) {
     for (int64_t u = begin; u < end; ++u) {
       const auto [i, p] = work_[size_t(u)];
       Matrix& m = matrices_[i];
-      const size_t at = size_t(p * m.K * panel_width);
+      const int64_t K = m.K();
+      const size_t at = size_t(p * K * panel_width);
       double* out = m.sums.data() + p * panel_width;
-      if (m.packed.dtype() == DType::f32) panel_sums(m.K, m.x.data(), m.packed.as<float>().data() + at, out);
-      else panel_sums(m.K, m.x.data(), reinterpret_cast<const uint16_t*>(m.packed.raw().data()) + at, out);
+      if (m.packed.dtype() == DType::f32) panel_sums(K, m.x.data(), m.packed.as<float>().data() + at, out);
+      else panel_sums(K, m.x.data(), reinterpret_cast<const uint16_t*>(m.packed.raw().data()) + at, out);
     }
   });
 #endif
@@ -129,11 +128,11 @@ double DecodeCeiling::pass_seconds(int threads) {
 bool DecodeCeiling::agrees_with_definition() const {
   if (matrices_.empty()) return false;
   for (const Matrix& m : matrices_) {
-    const int64_t N = m.weight->shape()[0];
-    for (int64_t p : {int64_t(0), m.panels - 1})
+    const int64_t N = m.weight->shape()[0], K = m.K();
+    for (int64_t p : {int64_t(0), m.panels() - 1})
       for (int64_t n = p * panel_width; n < std::min(N, (p + 1) * panel_width); ++n) {
         double sum = 0.0;
-        for (int64_t k = 0; k < m.K; ++k) sum += m.x[size_t(k)] * element(*m.weight, n * m.K + k);
+        for (int64_t k = 0; k < K; ++k) sum += m.x[size_t(k)] * element(*m.weight, n * K + k);
         if (std::memcmp(&sum, &m.sums[size_t(n)], sizeof sum) != 0) return false;
       }
   }

@@ -41,9 +41,10 @@ class DecodeCeiling {
  private:
   struct Matrix {
     const Tensor* weight;
-    int64_t panels, K;
     Tensor packed;                // [panels, K, 32] of the weight's type, zero columns past N
     std::vector<double> x, sums;  // x: K terms; sums: panels x 32
+    int64_t panels() const { return packed.shape()[0]; }
+    int64_t K() const { return packed.shape()[1]; }
   };
   std::vector<Matrix> matrices_;
   std::vector<std::pair<size_t, int64_t>> work_;  // (matrix, panel): what threads take in turn
