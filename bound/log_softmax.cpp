@@ -4,63 +4,75 @@
 #include <cmath>
 #include <limits>
 
+#include "core/random.h"
+
 namespace cutcheck {
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
-constexpr double u = 0x1p-24;              // the engine's log-softmax runs in f32 or better
-constexpr double function_error = 0x1p-21;  // exp and log within 4 f32 ulps (4 * 2^-23)
+constexpr double u = 0x1p-24;  // the engine's log-softmax runs in f32 or better
 const double smallest_normal_log = std::log(0x1p-126);
+
+// log softmax(z) in double: z_j - max z - log sum_j exp(z_j - max z).
+struct LogSoftmax {
+  double max = -inf, log_sum = 0;
+  explicit LogSoftmax(std::span<const float> z, std::span<const float> dz = {}) {
+    auto at = [&](size_t j) { return double(z[j]) + (dz.empty() ? 0.0 : double(dz[j])); };
+    for (size_t j = 0; j < z.size(); ++j) max = std::max(max, at(j));
+    double sum = 0;
+    for (size_t j = 0; j < z.size(); ++j) sum += std::exp(at(j) - max);
+    log_sum = std::log(sum);
+  }
+};
+
 
 }  // namespace
 
-LogProbabilities log_probabilities(std::span<const float> logits, std::span<const float> logit_bounds, double sigmas) {
-  const size_t V = logits.size();
-  LogProbabilities out{std::vector<double>(V), std::vector<double>(V, inf), std::vector<double>(V, inf)};
-  double m = -inf;
-  for (float z : logits) m = std::max(m, double(z));
-  double S = 0;
-  for (float z : logits) S += std::exp(double(z) - m);
-  const double log_S = std::log(S);
-  bool finite = std::isfinite(m) && std::isfinite(log_S);
-  double max_b = 0;
-  for (size_t j = 0; j < V; ++j) {
-    out.value[j] = double(logits[j]) - m - log_S;
-    finite = finite && std::isfinite(double(logits[j])) && std::isfinite(double(logit_bounds[j]));
-    max_b = std::max(max_b, double(logit_bounds[j]));
-  }
-  if (!finite) return out;  // NaN, infinite logits or an unbounded logit: no bound anywhere
+LogSoftmaxBound::LogSoftmaxBound(std::span<const float> logits) : logits_(logits.begin(), logits.end()) {
+  const LogSoftmax l(logits);
+  max_ = l.max;
+  log_sum_ = l.log_sum;
+  value_.resize(logits.size());
+  for (size_t j = 0; j < logits.size(); ++j) value_[j] = double(logits[j]) - max_ - log_sum_;
+}
 
-  // The normaliser: LSE(z + d) - LSE(z) = log sum_j p_j exp(d_j), |d_j| <= b_j, lies within
-  // +-log sum_j p_j exp(b_j) (Jensen for the lower side), never more than max_j b_j.
-  double weighted = 0, sum_p2 = 0, spread = 0;
-  for (size_t j = 0; j < V; ++j) {
-    const double p = std::exp(out.value[j]);
-    weighted += p * std::exp(double(logit_bounds[j]) - max_b);
-    sum_p2 += p * p;
-    spread += p * std::abs(double(logits[j]) - m);
-  }
-  const double b_lse = std::min(max_b, max_b + std::log(weighted));
-  // The sum of V positive terms in any order, k standard deviations of its independent
-  // roundings (docs/numerics.md, reduce add), relative to the sum.
+void LogSoftmaxBound::add_run(std::span<const float> logit_deviation, const BoundModel& model, uint64_t stream) {
+  const size_t V = logits_.size();
+  const LogSoftmax l(logits_, logit_deviation);
+  // The engine's own rounding, in f32: per token, of z_i - max and of the log-probability;
+  // common to every token, of the normaliser: its sum of V terms in any order (as a sum
+  // in perturbed_runs.cpp), its exp and log (function_ulps each) and its own rounding.
+  double sum_p2 = 0;
+  for (size_t j = 0; j < V; ++j) sum_p2 += std::exp(2 * value_[j]);
   const double n = double(V);
-  const double sum_error = sigmas * u * std::sqrt(((n / 2 + 1) * sum_p2 + n / 3) / 3);
+  const double common = u * std::sqrt(((n / 2 + 1) * sum_p2 + n / 3) / 3) +
+                        u * (1 + 4 * model.function_ulps) * (1 + std::abs(log_sum_)) / std::sqrt(3.0);
+  SplitMix64 g{stream};
+  const double shared = model.amplification * common * g.normal();
+  Tensor d({DType::f32, {int64_t(V)}});
+  auto dv = d.as_mut<float>();
   for (size_t i = 0; i < V; ++i) {
-    const double s = double(logits[i]) - m;
-    const double rounding = u * (std::abs(s) + std::abs(out.value[i]) + 2) + function_error * (1 + std::abs(log_S)) +
-                            u * spread + sum_error;
-    const double b = double(logit_bounds[i]) + b_lse + rounding;
-    out.rounding[i] = rounding;
-    if (out.value[i] - b >= smallest_normal_log) out.bound[i] = b;
+    const double changed = double(logits_[i]) + double(logit_deviation[i]) - l.max - l.log_sum;
+    const double own = u * (std::abs(double(logits_[i]) - max_) + std::abs(value_[i])) / std::sqrt(3.0);
+    const double e = changed - value_[i] + shared + model.amplification * own * g.normal();
+    dv[i] = std::isfinite(changed) ? float(e) : NAN;
   }
+  allowance_.add(d);
+}
+
+LogProbabilities LogSoftmaxBound::result(const BoundModel& model) const {
+  LogProbabilities out{value_, std::vector<double>(value_.size(), inf)};
+  if (allowance_.runs() == 0) return out;
+  const Tensor b = allowance_.bound(model);
+  auto bv = b.as<float>();
+  for (size_t i = 0; i < value_.size(); ++i)
+    if (std::isfinite(value_[i]) && value_[i] - bv[i] >= smallest_normal_log) out.bound[i] = bv[i];
   return out;
 }
 
-bool near_tie(std::span<const float> logits, std::span<const float> logit_bounds, const LogProbabilities& lp,
-              int reference, int engine) {
+bool near_tie(std::span<const float> logits, std::span<const float> logit_bounds, int reference, int engine) {
   const double margin = double(logits[size_t(reference)]) - double(logits[size_t(engine)]);
-  const double allowed = double(logit_bounds[size_t(reference)]) + double(logit_bounds[size_t(engine)]) +
-                         lp.rounding[size_t(reference)] + lp.rounding[size_t(engine)];
+  const double allowed = double(logit_bounds[size_t(reference)]) + double(logit_bounds[size_t(engine)]);
   return !(margin > allowed);  // NaN and infinite allowances: a tie
 }
 

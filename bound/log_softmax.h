@@ -1,29 +1,45 @@
 // The log-probabilities of one row of logits, and how far a correct engine's may lie from
-// them. An engine computes its logits within their error bounds (bound/error_bound.h) and
-// its log-softmax in f32 or better; docs/engines.md derives the bound term by term.
+// them. An engine computes its logits as a correct backend does (bound/error_bound.h) and
+// its log-softmax in f32 or better. Its log-probabilities are bounded the way its logits
+// are: the perturbed runs' logits (bound/perturbed_runs.h) go through the log-softmax,
+// which carries their errors as it does the engine's (a common shift cancels, so the
+// most likely token's log-probability is held as tightly as its margin allows), and the
+// engine's own rounding of the log-softmax is drawn on top. docs/engines.md says why.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
+
+#include "bound/error_bound.h"
 
 namespace cutcheck {
 
 struct LogProbabilities {
   std::vector<double> value;  // log softmax(z), computed in double from the f32 logits
   std::vector<double> bound;  // per token; infinity: any value passes (unbounded)
-  // The log-softmax's own rounding allowance per token (already in `bound`): what a near
-  // tie between two tokens adds beyond their logits' bounds.
-  std::vector<double> rounding;
 };
 
-// `logits` and `logit_bounds` of one position, `sigmas` as in BoundModel. A bound is
-// infinite where any logit's is (the normaliser is then unknown), and where the
-// log-probability may lie below log 2^-126 (an f32 probability there is subnormal).
-LogProbabilities log_probabilities(std::span<const float> logits, std::span<const float> logit_bounds, double sigmas);
+class LogSoftmaxBound {
+ public:
+  explicit LogSoftmaxBound(std::span<const float> logits);
+  // One perturbed run: the logits' deviation in it, and the run's random stream.
+  void add_run(std::span<const float> logit_deviation, const BoundModel& model, uint64_t stream);
+  // The log-probabilities and their bounds over the runs added. A bound is infinite where
+  // a run's is, and where the log-probability may lie below log 2^-126 (an f32 probability
+  // there is subnormal).
+  LogProbabilities result(const BoundModel& model) const;
+
+ private:
+  std::vector<float> logits_;
+  std::vector<double> value_;
+  double log_sum_ = 0;  // log sum_j exp(z_j - max z)
+  double max_ = 0;
+  Allowance allowance_;
+};
 
 // Whether a correct engine may pick token `engine` where the reference picks `reference`
-// (its arg-max): their logits are within the sum of their bounds and roundings.
-bool near_tie(std::span<const float> logits, std::span<const float> logit_bounds, const LogProbabilities& lp,
-              int reference, int engine);
+// (its arg-max): their logits are within the sum of their bounds.
+bool near_tie(std::span<const float> logits, std::span<const float> logit_bounds, int reference, int engine);
 
 }  // namespace cutcheck

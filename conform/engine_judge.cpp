@@ -62,7 +62,7 @@ EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std
       const int64_t p = n - 1 + k;
       const PositionExpectation& x = want.at.at(p);
       const double margin = double(x.logits[size_t(r)]) - double(x.logits[size_t(e)]);
-      if (near_tie(x.logits, x.bounds, x.lp, r, e)) {
+      if (near_tie(x.logits, x.bounds, r, e)) {
         v.ties.push_back(fmt::format("request {}, step {} (position {}): the engine chose {}, the reference {}, "
                                      "logits {:.3g} apart within their bounds {:.3g} + {:.3g}",
                                      i, k, p, e, r, margin, x.bounds[size_t(r)], x.bounds[size_t(e)]));

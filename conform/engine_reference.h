@@ -1,7 +1,11 @@
 // What the reference expects of an engine for one request: the distribution at each
-// position it needs, computed through the Prefill cut (position p is the last row of
-// Prefill{rows = p + 1} over the sequence's first p + 1 tokens, so that the bounds follow
-// the earlier positions' keys and values into p), and its greedy tokens.
+// position it needs and its greedy tokens. The tokens come from decode steps; the
+// distributions from one pass over the whole sequence, piece by piece (BatchEmbed, a
+// PrefillLayer per layer, BatchHead: row p's logits are position p's, bit for bit what a
+// Prefill of the first p + 1 tokens gives), and their bounds from perturbed runs of that
+// pass (bound/perturbed_runs.h): each run carries its errors from one piece into the next,
+// so every position's bound follows the errors of the positions before it, as an engine's
+// caches carry them.
 #pragma once
 
 #include <map>

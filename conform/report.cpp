@@ -108,15 +108,21 @@ Json failure_json(const Failure& f) {
 
 Json tolerance_json(const Tolerance& t) {
   if (t.bounded())
-    return {{"policy", "bound"}, {"precision", precision_info(t.precision).name}, {"k", t.k}, {"floor", t.floor}};
+    return {{"policy", "bound"},
+            {"precision", precision_info(t.precision).name},
+            {"runs", t.model().runs},
+            {"amplification", t.model().amplification},
+            {"spread", t.model().spread},
+            {"floor", t.floor}};
   return {{"policy", "fixed"}, {"atol", figure(t.atol)}, {"rtol", figure(t.rtol)}, {"nmse", figure(t.nmse)}};
 }
 
 std::string tolerance_text(const Json& report) {
   const Json& t = report.at("tolerance");
   if (t.at("policy") == "bound")
-    return fmt::format("bound {} (k={}, floor={})", t.at("precision").get<std::string>(), figure_text(t.at("k")),
-                       figure_text(t.at("floor")));
+    return fmt::format("bound {} ({} runs at {}x, spread {}{})", t.at("precision").get<std::string>(),
+                       figure_text(t.at("runs")), figure_text(t.at("amplification")), figure_text(t.at("spread")),
+                       t.at("floor") != 0 ? ", floor " + figure_text(t.at("floor")) : "");
   return fmt::format("fixed atol={} rtol={} nmse={}", figure_text(t.at("atol")), figure_text(t.at("rtol")),
                      figure_text(t.at("nmse")));
 }

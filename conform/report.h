@@ -15,7 +15,7 @@ namespace cutcheck {
 
 Json report_json(const ConformReport& report);
 Json tolerance_json(const Tolerance& tolerance);  // the policy and its figures
-// The report's tolerance in words: "bound f32 (k=5, floor=0)", "fixed atol=... rtol=... nmse=...".
+// The report's tolerance in words: "bound f32 (16 runs at 4x, spread 3)", "fixed atol=... rtol=... nmse=...".
 std::string tolerance_text(const Json& report);
 
 // The per-output figures of a comparison, as the reports carry them. The one place that

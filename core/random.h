@@ -17,6 +17,13 @@ struct SplitMix64 {
   }
   // Uniform in [-1, 1), exactly representable in f32 (the top 24 bits).
   float symmetric() { return float(int32_t(next() >> 40) - (1 << 23)) * 0x1p-23f; }
+  // Approximately standard normal: four uniforms summed, centred and scaled (Irwin-Hall),
+  // so bounded at 2 sqrt(3); cheap, and the same on every platform.
+  double normal() {
+    const uint64_t a = next(), b = next();
+    const double sum = double(a & 0xffffffff) + double(a >> 32) + double(b & 0xffffffff) + double(b >> 32);
+    return (sum * 0x1p-32 - 2) * 1.7320508075688772;
+  }
 };
 
 // A seed for item `index` of the stream `seed`.

@@ -41,4 +41,10 @@ Expected ReferenceRunner::expect(const Cut& cut, const TensorMap& inputs, const 
   return out;
 }
 
+const Executable& ReferenceRunner::run_kept(const Cut& cut, const TensorMap& inputs) {
+  Executable& e = plan(cut);
+  e.run(inputs);
+  return e;
+}
+
 }  // namespace cutcheck

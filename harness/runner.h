@@ -34,6 +34,9 @@ class ReferenceRunner : public CutRunner {
   // Runs `cut` and, under the bound policy, bounds every f32 output element: what a
   // backend is judged against (harness/tolerance.h).
   Expected expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance);
+  // Runs `cut` keeping every value until the cut runs again: what perturbed runs of its
+  // program read (bound/perturbed_runs.h), for chains of cuts bounded together.
+  const Executable& run_kept(const Cut& cut, const TensorMap& inputs);
   const ModelSpec& spec() const { return spec_; }
 
  private:

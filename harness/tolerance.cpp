@@ -13,9 +13,7 @@ Tolerance Tolerance::bound(Precision precision) {
   Tolerance t;
   t.policy = Policy::bound;
   t.precision = precision;
-  // docs/numerics.md: k measured against the legitimate variants; no floor beyond the
-  // underflow the bound itself carries.
-  t.k = 5;
+  // docs/numerics.md: the runs carry their own underflow; no floor beyond it.
   t.floor = 0;
   return t;
 }
@@ -34,7 +32,9 @@ double Tolerance::allowed(double want, double bound) const {
 
 std::string Tolerance::str() const {
   if (policy == Policy::fixed) return fmt::format("fixed atol={} rtol={} nmse={}", atol, rtol, nmse);
-  return fmt::format("bound {} (k={}, floor={})", precision_info(precision).name, k, floor);
+  const BoundModel m = model();
+  return fmt::format("bound {} ({} runs at {}x, spread {}{})", precision_info(precision).name, m.runs, m.amplification,
+                     m.spread, floor ? fmt::format(", floor {}", floor) : "");
 }
 
 namespace {

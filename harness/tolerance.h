@@ -3,8 +3,8 @@
 //
 // The default policy follows each element: the reference computes, beside every output
 // element, how far a correct backend computing in the declared precision may land from
-// it, k standard deviations of independent roundings out (bound/error_bound.h), and an
-// element passes when |got - want| <= bound + floor.
+// it, from runs of the program with every rounding drawn at random (bound/error_bound.h),
+// and an element passes when |got - want| <= bound + floor.
 // The fixed policies (one atol and rtol for every element) stay for comparison.
 #pragma once
 
@@ -19,25 +19,30 @@ namespace cutcheck {
 struct Tolerance {
   enum class Policy { bound, fixed };
   Policy policy = Policy::bound;
-  // bound: what the backend computes in; the bound's width in standard deviations; and
-  // |got - want| <= bound + floor.
+  // bound: what the backend computes in, and |got - want| <= bound + floor.
   Precision precision = Precision::f32;
-  double k = 5, floor = 0;
+  double floor = 0;
   // fixed: |got - want| <= atol + rtol * |want|, and per output sum (got - want)^2 / sum want^2 <= nmse.
   double atol = 0, rtol = 0, nmse = 0;
 
   static Tolerance bound(Precision precision);
-  static Tolerance fixed_f32() { return {Policy::fixed, Precision::f32, 0, 0, 1e-4, 1e-4, 1e-8}; }
-  static Tolerance fixed_bf16() { return {Policy::fixed, Precision::bf16, 0, 0, 0.25, 0.25, 1e-2}; }
+  static Tolerance fixed_f32() { return {Policy::fixed, Precision::f32, 0, 1e-4, 1e-4, 1e-8}; }
+  static Tolerance fixed_bf16() { return {Policy::fixed, Precision::bf16, 0, 0.25, 0.25, 1e-2}; }
   // "bound" (with `precision`), "fixed-f32" or "fixed-bf16"; throws Error naming them.
   static Tolerance parse(const std::string& policy, Precision precision);
 
   bool bounded() const { return policy == Policy::bound; }
-  BoundModel model() const { return {precision, BoundModel{}.function_ulps, k}; }
+  // The model of a correct backend in the declared precision (runs, amplification, spread:
+  // bound/perturbed_runs.h).
+  BoundModel model() const {
+    BoundModel m;
+    m.precision = precision;
+    return m;
+  }
   // How far `got` may be from `want` where the reference's bound is `bound` (ignored by
   // the fixed policies).
   double allowed(double want, double bound) const;
-  std::string str() const;  // "bound f32 (k=1, floor=0)", "fixed atol=0.0001 rtol=0.0001 nmse=1e-08"
+  std::string str() const;  // "bound f32 (16 runs at 4x, spread 3)", "fixed atol=0.0001 rtol=0.0001 nmse=1e-08"
 };
 
 // What the reference expects of a backend: its outputs and, for the bound policy, the

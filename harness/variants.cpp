@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/named.h"
-#include "reference/index.h"
+#include "reference/terms.h"
 
 namespace cutcheck {
 namespace {
@@ -44,71 +44,11 @@ float sum_range(Order order, const float* x, const float* w, int64_t begin, int6
   return 0;
 }
 
-// Every output element of a dot_general or reduce as its list of terms: the offsets of
-// its operand elements, for the variant to sum in its own order.
-struct Terms {
-  std::vector<int64_t> base_l, base_r;  // per output element
-  std::vector<int64_t> step_l, step_r;  // per term, added to the bases
-};
-
-// The dimensions of `shape` not in `used`, in order.
-std::vector<int64_t> others(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  std::vector<int64_t> out;
-  for (int64_t d = 0; d < rank; ++d)
-    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) out.push_back(d);
-  return out;
-}
-
-// Offsets of every multi-index over `dims` of a tensor with `strides`, row-major.
-std::vector<int64_t> offsets(const Shape& shape, const Index& strides, const std::vector<int64_t>& dims) {
-  Shape sizes;
-  for (int64_t d : dims) sizes.push_back(shape[size_t(d)]);
-  std::vector<int64_t> out;
-  if (element_count(sizes) == 0) return out;
-  Odometer at(sizes);
-  do {
-    int64_t o = 0;
-    for (size_t i = 0; i < dims.size(); ++i) o += at.at[i] * strides[size_t(dims[i])];
-    out.push_back(o);
-  } while (at.next());
-  return out;
-}
-
-// A dot_general's result is [batch..., lhs free..., rhs free...]: each operand's base
-// offset for each result element, and the contraction's offsets.
-Terms dot_terms(const Operation& op, const Shape& lhs, const Shape& rhs) {
-  const auto &lb = op.ints("lhs_batching_dimensions"), &rb = op.ints("rhs_batching_dimensions");
-  const auto &lc = op.ints("lhs_contracting_dimensions"), &rc = op.ints("rhs_contracting_dimensions");
-  const Index ls = strides_of(lhs), rs = strides_of(rhs);
-  const std::vector<int64_t> batch_l = offsets(lhs, ls, lb), batch_r = offsets(rhs, rs, rb);
-  const std::vector<int64_t> free_l = offsets(lhs, ls, others(int64_t(lhs.size()), lb, lc));
-  const std::vector<int64_t> free_r = offsets(rhs, rs, others(int64_t(rhs.size()), rb, rc));
-  Terms t;
-  for (size_t b = 0; b < batch_l.size(); ++b)
-    for (int64_t fl : free_l)
-      for (int64_t fr : free_r) {
-        t.base_l.push_back(batch_l[b] + fl);
-        t.base_r.push_back(batch_r[b] + fr);
-      }
-  t.step_l = offsets(lhs, ls, lc);
-  t.step_r = offsets(rhs, rs, rc);
-  return t;
-}
-
 Kernel summing(Order order) {
   return [order](const Operation& op, Operands in, Tensor& out) {
-    Terms t;
-    const Tensor* rhs = nullptr;
-    if (op.kind == OpKind::dot_general) {
-      t = dot_terms(op, in[0]->shape(), in[1]->shape());
-      rhs = in[1];
-    } else {
-      const Shape& shape = in[0]->shape();
-      const Index s = strides_of(shape);
-      const auto& reduced = op.ints("dimensions");
-      t.base_l = offsets(shape, s, others(int64_t(shape.size()), reduced, {}));
-      t.step_l = offsets(shape, s, reduced);
-    }
+    const bool dot = op.kind == OpKind::dot_general;
+    const Terms t = dot ? dot_terms(op, in[0]->shape(), in[1]->shape()) : reduce_terms(op, in[0]->shape());
+    const Tensor* rhs = dot ? in[1] : nullptr;
     const float* x = in[0]->as<float>().data();
     const float* w = rhs ? rhs->as<float>().data() : nullptr;
     auto y = out.as_mut<float>();

@@ -40,6 +40,8 @@ void eval_convert(const Operation& op, Operands in, Tensor& out);
 void eval_binary(const Operation& op, Operands in, Tensor& out);  // add ... power
 void eval_unary(const Operation& op, Operands in, Tensor& out);   // negate ... cosine
 void eval_reduce_precision(const Operation& op, Operands in, Tensor& out);
+// x rounded to `mantissa_bits` and clamped to `exponent_bits` as reduce_precision does.
+float reduce_precision(float x, int64_t exponent_bits, int64_t mantissa_bits);
 void eval_compare(const Operation& op, Operands in, Tensor& out);
 void eval_select(const Operation& op, Operands in, Tensor& out);
 void eval_broadcast_in_dim(const Operation& op, Operands in, Tensor& out);

@@ -152,8 +152,6 @@ void eval_unary(const Operation& op, Operands in, Tensor& out) {
   }
 }
 
-namespace {
-
 // The f32 nearest to x in a format with `exponent_bits` and `mantissa_bits`, on x's bits:
 // the mantissa rounded to nearest, ties to even (a carry may raise the exponent, up to
 // infinity); then magnitudes above the format's largest exponent become infinity and
@@ -179,7 +177,6 @@ float reduce_precision(float x, int64_t exponent_bits, int64_t mantissa_bits) {
   return x;
 }
 
-}  // namespace
 
 void eval_reduce_precision(const Operation& op, Operands in, Tensor& out) {
   const int64_t e = op.integer("exponent_bits"), m = op.integer("mantissa_bits");

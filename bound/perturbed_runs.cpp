@@ -1,0 +1,553 @@
+#include "bound/perturbed_runs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/random.h"
+#include "program/activations.h"
+#include "reference/ieee.h"
+#include "reference/kernels.h"
+#include "reference/terms.h"
+
+namespace cutcheck {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+// Half the spacing of a precision's numbers around |x|: the largest error of rounding x to
+// it (to nearest). Looked up by x's f32 exponent.
+class HalfSpacing {
+ public:
+  explicit HalfSpacing(const PrecisionInfo& p) {
+    for (int field = 0; field < 256; ++field) {
+      const int exponent = std::max(field == 0 ? -127 : field - 127, p.min_exponent);
+      table_[size_t(field)] = std::ldexp(1.0, exponent - p.mantissa_bits);
+    }
+  }
+  double operator()(double x) const { return table_[(std::bit_cast<uint32_t>(float(x)) >> 23) & 0xff]; }
+
+ private:
+  std::array<double, 256> table_;
+};
+
+// Whether a precision holds the f32 value x exactly: then a backend that stores it there
+// stores x, and rounds nothing.
+bool holds(Precision p, float x) {
+  if (p == Precision::f32 || !std::isfinite(x)) return true;
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  if (p == Precision::bf16) return (bits & 0xffff) == 0;
+  return f16_to_f32(f32_to_half(DType::f16, x)) == x;
+}
+
+
+// The deviation of a perturbed value p from the reference's r: 0 where they are the same
+// (the same infinity; NaN and NaN), NaN where one is finite and the other not.
+double deviation(double p, double r) {
+  if (p == r || (std::isnan(p) && std::isnan(r))) return 0;
+  return p - r;
+}
+
+// f(x + d) - f(x) for elementary functions, accurate where d is small against x (a series
+// where it is tiny, the library's expm1 and log1p otherwise); `r` is the reference's f(x).
+double expm1_small(double d) { return std::abs(d) < 0x1p-12 ? d * (1 + d * (0.5 + d / 6)) : std::expm1(d); }
+
+double unary_change(OpKind kind, double x, double d, double r) {
+  const double t = d / x;
+  switch (kind) {
+    case OpKind::exponential: return r * expm1_small(d);
+    case OpKind::log: return std::log1p(t);
+    case OpKind::sqrt: return t > -1 ? r * t / (std::sqrt(1 + t) + 1) : NAN;
+    case OpKind::rsqrt: {
+      if (!(t > -1)) return NAN;
+      const double s = std::sqrt(1 + t);
+      return -r * t / ((1 + s) * s);
+    }
+    case OpKind::logistic: return 1 / (1 + std::exp(-(x + d))) - 1 / (1 + std::exp(-x));
+    case OpKind::sine: return 2 * std::cos(x + d / 2) * std::sin(d / 2);
+    case OpKind::cosine: return -2 * std::sin(x + d / 2) * std::sin(d / 2);
+    case OpKind::negate: return -d;
+    default: throw Error("not a unary function");
+  }
+}
+
+double unary_value(OpKind kind, double x) {
+  switch (kind) {
+    case OpKind::exponential: return std::exp(x);
+    case OpKind::log: return std::log(x);
+    case OpKind::sqrt: return std::sqrt(x);
+    case OpKind::rsqrt: return 1 / std::sqrt(x);
+    case OpKind::logistic: return 1 / (1 + std::exp(-x));
+    case OpKind::sine: return std::sin(x);
+    case OpKind::cosine: return std::cos(x);
+    case OpKind::negate: return -x;
+    default: throw Error("not a unary function");
+  }
+}
+
+double binary_value(OpKind kind, double x, double y) {
+  switch (kind) {
+    case OpKind::add: return x + y;
+    case OpKind::subtract: return x - y;
+    case OpKind::multiply: return x * y;
+    case OpKind::divide: return x / y;
+    case OpKind::maximum: return ieee_maximum(x, y);
+    case OpKind::minimum: return ieee_minimum(x, y);
+    case OpKind::power: return std::pow(x, y);
+    default: throw Error("not a binary op");
+  }
+}
+
+// (x + dx) op (y + dy) - x op y for finite operands, without the cancellation of
+// subtracting two nearly equal results.
+double binary_change(OpKind kind, double x, double dx, double y, double dy, double r) {
+  switch (kind) {
+    case OpKind::add: return dx + dy;
+    case OpKind::subtract: return dx - dy;
+    case OpKind::multiply: return x * dy + dx * y + dx * dy;
+    case OpKind::divide: return (dx * y - x * dy) / (y * (y + dy));
+    default: return deviation(binary_value(kind, x + dx, y + dy), r);  // max, min (exact), power
+  }
+}
+
+bool compares(const std::string& dir, double x, double y) {
+  if (dir == "EQ") return x == y;
+  if (dir == "NE") return x != y;
+  if (dir == "LT") return x < y;
+  if (dir == "LE") return x <= y;
+  if (dir == "GT") return x > y;
+  return x >= y;
+}
+
+bool is_function(OpKind kind) {
+  switch (kind) {
+    case OpKind::exponential:
+    case OpKind::log:
+    case OpKind::rsqrt:
+    case OpKind::logistic:
+    case OpKind::power:
+    case OpKind::sine:
+    case OpKind::cosine: return true;
+    default: return false;
+  }
+}
+
+Tensor run_kernel(const Operation& op, std::vector<const Tensor*> in, const TensorType& type) {
+  Tensor out = Tensor::uninitialized(type);
+  kernel_for(op.kind)(op, in, out);
+  return out;
+}
+
+
+
+}  // namespace
+
+// The terms of a sum, from the reference's values, once per op: per result element the sum
+// of the squared terms and how many terms are nonzero (adding a zero rounds nothing).
+struct PerturbedRuns::SumTerms {
+  Tensor squares, count;
+};
+
+// The deviations of one f32 result being written: each element's carried change plus a
+// draw of the result's own errors (a correct backend's rounding to its storage precision
+// and the reference's to f32, each uniform within half a spacing, and an elementary
+// function's own error), drawn at the model's amplification; infinite where the value
+// leaves the storage precision's range (a correct backend overflows there).
+struct PerturbedRuns::Result {
+  Result(const Tensor& reference, const PrecisionInfo& storage, bool function, const BoundModel& model, uint64_t stream)
+      : d(Tensor::uninitialized(reference.type())),
+        dv(d.as_mut<float>()),
+        rv(reference.as<float>()),
+        store(storage),
+        half_store(storage),
+        half_f32(precision_info(Precision::f32)),
+        function_spread(function ? 2 * model.function_ulps : 0),
+        amplification(model.amplification),
+        g{stream} {}
+
+  // The variance of the rounding of a result near `value` (uniform errors within h: h^2 / 3).
+  double rounding_variance(double value) const {
+    const double hs = half_store(value), hr = half_f32(value), hf = function_spread * hr;
+    return (hs * hs + hr * hr + hf * hf) / 3;
+  }
+  void put(size_t i, double change, double variance) {
+    double e = change;
+    if (variance > 0) e += amplification * std::sqrt(variance) * g.normal();
+    const double reference = rv[i];
+    if (std::isfinite(reference) && std::abs(reference + e) > store.max_finite) e = inf;
+    dv[i] = float(e);
+  }
+
+  Tensor d;
+  std::span<float> dv;
+  std::span<const float> rv;
+  const PrecisionInfo& store;
+  const HalfSpacing half_store, half_f32;
+  const double function_spread, amplification;
+  SplitMix64 g;
+};
+
+PerturbedRuns::PerturbedRuns(const Program& program, std::function<const Tensor&(ValueId)> value,
+                             const BoundModel& model)
+    : program_(program), value_(std::move(value)), model_(model), activation_(activations(program)) {
+  for (const Operation& op : program.ops)
+    if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather)
+      throw NotYet("error bounds of a split program: bound the unsplit program, of which a split is one more "
+                   "summation order");
+  if (model.runs < 1) throw Error("a bound needs at least one perturbed run");
+  last_use_.assign(program.values.size(), 0);
+  for (size_t i = 0; i < program.ops.size(); ++i)
+    for (ValueId v : program.ops[i].operands) last_use_[size_t(v)] = i;
+  for (const OutputDecl& o : program.outputs) last_use_[size_t(o.value)] = std::numeric_limits<size_t>::max();
+  sums_.resize(program.ops.size());
+  zeros_.resize(program.values.size());
+}
+
+PerturbedRuns::~PerturbedRuns() = default;
+
+bool PerturbedRuns::perturbed(ValueId v) const { return shadow_[size_t(v)].elements() != 0; }
+
+const Tensor& PerturbedRuns::perturbation(ValueId v) {
+  if (perturbed(v)) return shadow_[size_t(v)];
+  if (program_.type(v).dtype != DType::f32) return value_(v);  // the reference's value, unperturbed
+  Tensor& z = zeros_[size_t(v)];
+  if (z.type() != program_.type(v)) z = Tensor(program_.type(v));
+  return z;
+}
+
+void PerturbedRuns::leaf(ValueId v, uint64_t stream) {
+  const Precision p = model_.precision;
+  if (p == Precision::f32 || program_.type(v).dtype != DType::f32) return;
+  const HalfSpacing half(precision_info(p));
+  auto x = value_(v).as<float>();
+  Tensor d = Tensor::uninitialized(program_.type(v));
+  auto dv = d.as_mut<float>();
+  SplitMix64 g{stream};
+  const double scale = model_.amplification / std::sqrt(3.0);  // uniform within h: h / sqrt(3)
+  bool any = false;
+  for (size_t i = 0; i < dv.size(); ++i) {
+    const bool exact = holds(p, x[i]);
+    dv[i] = exact ? 0.0f : float(scale * half(x[i]) * g.normal());
+    any = any || !exact;
+  }
+  if (any) shadow_[size_t(v)] = std::move(d);
+}
+
+TensorMap PerturbedRuns::run(int r, const TensorMap& inputs) {
+  if (r < 0 || r >= model_.runs) throw Error(fmt::format("perturbed run {} of {}", r, model_.runs));
+  shadow_.assign(program_.values.size(), Tensor());
+  const uint64_t run_seed = mix64(model_.seed, uint64_t(r));
+  uint64_t leaf_index = uint64_t(1) << 40;  // the ops' streams are their indices
+  for (const InputDecl& in : program_.inputs) {
+    auto it = inputs.find(program_.name(in.value));
+    if (it == inputs.end()) {
+      leaf(in.value, mix64(run_seed, leaf_index++));
+      continue;
+    }
+    if (it->second.type() != TensorType{DType::f32, program_.type(in.value).shape})
+      throw Error(fmt::format("the deviation of input '{}' is {}, expected f32 of its shape", it->first,
+                              it->second.type().str()));
+    shadow_[size_t(in.value)] = it->second;
+  }
+  for (const WeightDecl& w : program_.weights) leaf(w.value, mix64(run_seed, leaf_index++));
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    const Operation& op = program_.ops[i];
+    try {
+      step(i, op, mix64(run_seed, i));
+    } catch (const NotYet&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("the perturbed run of %{} ({}): {}", program_.name(op.result), op_info(op.kind).name,
+                              e.what()));
+    }
+    for (ValueId v : op.operands)
+      if (last_use_[size_t(v)] == i) shadow_[size_t(v)] = Tensor();
+  }
+  TensorMap out;
+  for (const OutputDecl& o : program_.outputs)
+    if (program_.type(o.value).dtype == DType::f32) out.insert_or_assign(o.name, perturbation(o.value).clone());
+  return out;
+}
+
+void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
+  const ValueId result = op.result;
+  const TensorType& type = program_.type(result);
+  const Tensor& r = value_(result);
+  bool any = false;
+  for (ValueId v : op.operands) any = any || perturbed(v);
+  Tensor& out = shadow_[size_t(result)];
+  const bool floats = type.dtype == DType::f32;
+  const bool float_operands = !op.operands.empty() && program_.type(op.operands[0]).dtype == DType::f32;
+  // Values from nothing are the program's own, exact wherever they are stored (tables in
+  // f32); integer and predicate results from integers are the reference's kernel on the
+  // perturbed operands.
+  if (!floats && !float_operands) {
+    if (!any) return;
+    std::vector<const Tensor*> in;
+    for (ValueId v : op.operands) in.push_back(&perturbation(v));
+    Tensor t = run_kernel(op, in, type);
+    if (!t.same_bits(r)) out = std::move(t);
+    return;
+  }
+  auto keep_if_changed = [&](Tensor t) {
+    if (!t.same_bits(r)) out = std::move(t);
+  };
+  const PrecisionInfo& store =
+      precision_info(activation_[size_t(result)] ? model_.precision : Precision::f32);
+  auto writer = [&] { return Result(r, store, is_function(op.kind), model_, stream); };
+
+  switch (op.kind) {
+    case OpKind::constant:
+    case OpKind::iota: return;
+    case OpKind::convert: {
+      const ValueId a = op.operands[0];
+      const DType from = program_.type(a).dtype;
+      if (floats && from == DType::f32) {  // the identity
+        if (any) out = shadow_[size_t(a)];
+        return;
+      }
+      if (floats && is_half(from)) return;  // exact: a bf16 or f16 weight widened
+      if (floats) {  // integers or predicates: exact where the storage holds them
+        const Tensor& x = perturbation(a);
+        Result w = writer();
+        for (size_t i = 0; i < w.dv.size(); ++i) {
+          const double p = from == DType::i32 ? double(x.as<int32_t>()[i]) : double(x.as<uint8_t>()[i]);
+          const bool exact = double(float(p)) == p && holds(store.precision, float(p));
+          w.put(i, deviation(double(float(p)), w.rv[i]), exact ? 0 : w.rounding_variance(p));
+        }
+        out = std::move(w.d);
+        return;
+      }
+      if (!any) return;  // f32 to an integer: the truncation of the perturbed value
+      Tensor moved = value_(a).clone();
+      auto x = moved.as_mut<float>();
+      auto dx = shadow_[size_t(a)].as<float>();
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(double(x[i]) + dx[i]);
+      keep_if_changed(run_kernel(op, {&moved}, type));
+      return;
+    }
+    case OpKind::compare: {
+      if (!any) return;
+      const std::string& dir = op.word("comparison_direction");
+      auto x = value_(op.operands[0]).as<float>(), y = value_(op.operands[1]).as<float>();
+      auto dx = perturbation(op.operands[0]).as<float>(), dy = perturbation(op.operands[1]).as<float>();
+      Tensor t = Tensor::uninitialized(type);
+      auto tv = t.as_mut<uint8_t>();
+      for (size_t i = 0; i < tv.size(); ++i)
+        tv[i] = compares(dir, double(x[i]) + double(dx[i]), double(y[i]) + double(dy[i]));
+      keep_if_changed(std::move(t));
+      return;
+    }
+    case OpKind::select: {  // f32 branches: the chosen one's deviation, or the other's value
+      if (!any) return;
+      const ValueId pred = op.operands[0], t = op.operands[1], f = op.operands[2];
+      auto choose = value_(pred).as<uint8_t>(), chosen = perturbation(pred).as<uint8_t>();
+      auto tr = value_(t).as<float>(), fr = value_(f).as<float>();
+      auto td = perturbation(t).as<float>(), fd = perturbation(f).as<float>();
+      Result w = writer();
+      for (size_t i = 0; i < w.dv.size(); ++i) {
+        if (bool(chosen[i]) == bool(choose[i])) w.dv[i] = chosen[i] ? td[i] : fd[i];
+        else w.dv[i] = float(deviation(chosen[i] ? double(tr[i]) + td[i] : double(fr[i]) + fd[i], w.rv[i]));
+      }
+      out = std::move(w.d);
+      return;
+    }
+    case OpKind::add:
+    case OpKind::subtract:
+    case OpKind::multiply:
+    case OpKind::divide:
+    case OpKind::maximum:
+    case OpKind::minimum:
+    case OpKind::power: {
+      const bool rounds = op.kind != OpKind::maximum && op.kind != OpKind::minimum;
+      if (!any && !rounds) return;
+      auto x = value_(op.operands[0]).as<float>(), y = value_(op.operands[1]).as<float>();
+      auto dx = perturbation(op.operands[0]).as<float>(), dy = perturbation(op.operands[1]).as<float>();
+      Result w = writer();
+      for (size_t i = 0; i < w.dv.size(); ++i) {
+        const double xi = x[i], yi = y[i], ri = w.rv[i];
+        if (!std::isfinite(xi) || !std::isfinite(yi) || !std::isfinite(ri)) {
+          w.dv[i] = float(deviation(binary_value(op.kind, xi + dx[i], yi + dy[i]), ri));
+          continue;
+        }
+        // Exact operands whose exact result the storage holds: every correct backend has it.
+        const bool exact = !rounds || (dx[i] == 0 && dy[i] == 0 && op.kind != OpKind::power &&
+                                       binary_value(op.kind, xi, yi) == ri && holds(store.precision, float(ri)));
+        w.put(i, binary_change(op.kind, xi, dx[i], yi, dy[i], ri), exact ? 0 : w.rounding_variance(ri));
+      }
+      out = std::move(w.d);
+      return;
+    }
+    case OpKind::negate: {
+      if (!any) return;
+      Tensor n = shadow_[size_t(op.operands[0])].clone();
+      for (float& e : n.as_mut<float>()) e = -e;
+      out = std::move(n);
+      return;
+    }
+    case OpKind::exponential:
+    case OpKind::log:
+    case OpKind::sqrt:
+    case OpKind::rsqrt:
+    case OpKind::logistic:
+    case OpKind::sine:
+    case OpKind::cosine: {
+      auto x = value_(op.operands[0]).as<float>();
+      auto dx = perturbation(op.operands[0]).as<float>();
+      Result w = writer();
+      for (size_t i = 0; i < w.dv.size(); ++i) {
+        const double xi = x[i], ri = w.rv[i];
+        if (!std::isfinite(xi) || !std::isfinite(ri)) {  // exp(-inf) = 0 in every backend
+          w.dv[i] = float(deviation(unary_value(op.kind, xi + dx[i]), ri));
+          continue;
+        }
+        const double change = dx[i] == 0 ? 0 : unary_change(op.kind, xi, dx[i], ri);
+        const bool exact = dx[i] == 0 && op.kind == OpKind::sqrt && std::sqrt(xi) == ri && holds(store.precision, float(ri));
+        w.put(i, change, exact ? 0 : w.rounding_variance(ri));
+      }
+      out = std::move(w.d);
+      return;
+    }
+    case OpKind::reduce_precision: {  // exact, given its operand
+      if (!any) return;
+      auto x = value_(op.operands[0]).as<float>();
+      auto dx = shadow_[size_t(op.operands[0])].as<float>();
+      const int64_t e = op.integer("exponent_bits"), m = op.integer("mantissa_bits");
+      Result w = writer();
+      for (size_t i = 0; i < w.dv.size(); ++i)
+        w.dv[i] = float(deviation(reduce_precision(float(double(x[i]) + dx[i]), e, m), w.rv[i]));
+      out = std::move(w.d);
+      return;
+    }
+    case OpKind::broadcast_in_dim:
+    case OpKind::reshape:
+    case OpKind::transpose:
+    case OpKind::slice:
+    case OpKind::concatenate:
+    case OpKind::dynamic_update_slice:
+    case OpKind::gather: {
+      // The deviations move with the elements, by the op's own kernel. An index that moves
+      // (never, in an authored program: its indices are positions and tokens) leaves the
+      // result without a bound.
+      if (!any) return;
+      const size_t data = op.kind == OpKind::dynamic_update_slice ? 2
+                          : op.kind == OpKind::concatenate       ? op.operands.size()
+                                                                 : 1;
+      std::vector<const Tensor*> in;
+      for (size_t k = 0; k < op.operands.size(); ++k) {
+        if (k >= data && perturbed(op.operands[k])) {
+          Tensor unknown(type);
+          for (float& e : unknown.as_mut<float>()) e = NAN;
+          out = std::move(unknown);
+          return;
+        }
+        in.push_back(k < data ? &perturbation(op.operands[k]) : &value_(op.operands[k]));
+      }
+      out = run_kernel(op, in, type);
+      return;
+    }
+    case OpKind::reduce:
+      if (op.word("kind") == "add") {
+        out = sum(index, op, writer());
+        return;
+      }
+      if (any) out = extreme(op, writer());
+      return;
+    case OpKind::dot_general: out = sum(index, op, writer()); return;
+    case OpKind::all_reduce:
+    case OpKind::all_gather: break;
+  }
+  throw Error("no perturbed run of this op");
+}
+
+// reduce max or min: nothing rounds; the extreme of the perturbed terms.
+Tensor PerturbedRuns::extreme(const Operation& op, Result w) {
+  const ValueId a = op.operands[0];
+  const Terms t = reduce_terms(op, program_.type(a).shape);
+  auto x = value_(a).as<float>(), dx = shadow_[size_t(a)].as<float>();
+  const bool max = op.word("kind") == "max";
+  for (size_t i = 0; i < w.dv.size(); ++i) {
+    double best = max ? -inf : inf;
+    for (int64_t step : t.step_l) {
+      const size_t at = size_t(t.base_l[i] + step);
+      const double v = double(x[at]) + dx[at];
+      best = max ? ieee_maximum(best, v) : ieee_minimum(best, v);
+    }
+    w.dv[i] = float(deviation(best, w.rv[i]));
+  }
+  return std::move(w.d);
+}
+
+// reduce add and dot_general: a sum. The terms' changes summed by the reference's own
+// kernel (in double): (a + da)(b + db) - ab = a db + da (b + db). And the sum's rounding,
+// in an order that does not follow the values: addition j rounds partial sum S_j by up to
+// u_a |S_j|, variance u_a^2 / 3 S_j^2, and over orders the mean of S_j^2 is
+// (j / n) sum t^2 + (j / n)^2 (sum t)^2 for n nonzero terms; a contraction's products
+// add their own roundings, u_a^2 / 3 sum t^2.
+Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
+  const bool dot = op.kind == OpKind::dot_general;
+  const TensorType& type = program_.type(op.result);
+  if (!sums_[index]) {
+    auto term_sums = [&](bool count) {
+      std::vector<Tensor> parts;
+      for (size_t k = 0; k < (dot ? 2u : 1u); ++k) {
+        const Tensor& v = value_(op.operands[k]);
+        Tensor s = Tensor::uninitialized(v.type());
+        auto x = v.as<float>();
+        auto sv = s.as_mut<float>();
+        for (size_t i = 0; i < sv.size(); ++i) sv[i] = count ? float(x[i] != 0) : float(double(x[i]) * x[i]);
+        parts.push_back(std::move(s));
+      }
+      std::vector<const Tensor*> in;
+      for (const Tensor& part : parts) in.push_back(&part);
+      return run_kernel(op, in, type);
+    };
+    sums_[index] = std::make_unique<SumTerms>(SumTerms{term_sums(false), term_sums(true)});
+  }
+  Tensor change;
+  const ValueId a = op.operands[0];
+  if (dot) {
+    const ValueId b = op.operands[1];
+    if (perturbed(b)) change = run_kernel(op, {&value_(a), &shadow_[size_t(b)]}, type);
+    if (perturbed(a)) {
+      Tensor moved;  // b + db, where b is perturbed
+      if (perturbed(b)) {
+        moved = value_(b).clone();
+        auto m = moved.as_mut<float>();
+        auto db = shadow_[size_t(b)].as<float>();
+        for (size_t i = 0; i < m.size(); ++i) m[i] = float(double(m[i]) + db[i]);
+      }
+      Tensor more = run_kernel(op, {&shadow_[size_t(a)], perturbed(b) ? &moved : &value_(b)}, type);
+      if (change.elements() == 0) {
+        change = std::move(more);
+      } else {
+        auto c = change.as_mut<float>();
+        auto m = more.as<float>();
+        for (size_t i = 0; i < c.size(); ++i) c[i] = float(double(c[i]) + m[i]);
+      }
+    }
+  } else if (perturbed(a)) {
+    change = run_kernel(op, {&shadow_[size_t(a)]}, type);
+  }
+  auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>();
+  const double u = accumulation_roundoff;
+  for (size_t i = 0; i < w.dv.size(); ++i) {
+    const double c = change.elements() ? double(change.as<float>()[i]) : 0.0, ri = w.rv[i];
+    if (!std::isfinite(ri)) {
+      w.dv[i] = c == 0 ? 0.0f : NAN;
+      continue;
+    }
+    const double n = std::max(double(count[i]) - 1, 0.0), s2 = squares[i];
+    const double order = u * u / 3 * (n / 2 * s2 + n / 3 * ri * ri + (dot ? s2 : 0));
+    w.put(i, c, order + w.rounding_variance(ri));
+  }
+  return std::move(w.d);
+}
+
+}  // namespace cutcheck

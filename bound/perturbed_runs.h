@@ -1,0 +1,81 @@
+// Perturbed runs: the program run again with every rounding a correct backend makes drawn
+// at random, so that how far such a backend may land from the reference is measured on
+// the values at hand rather than bounded op by op. A run computes, beside each value of a
+// reference run, its deviation: what the value becomes when each op's result is perturbed
+// by a random rounding error of the size a correct backend's has (its storage precision,
+// its order of summation, its elementary functions, and the reference's own rounding),
+// with the effect of every earlier perturbation carried through the real computation,
+// nonlinearities and all: a softmax that saturates, an attention that flips to another
+// key, a mask that moves. bound/allowance.h turns the runs into a tolerance;
+// docs/numerics.md derives the model and why it holds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "bound/precision.h"
+#include "core/tensor.h"
+#include "program/program.h"
+
+namespace cutcheck {
+
+// What a correct backend is, and how hard the runs look for its worst case.
+struct BoundModel {
+  // The precision the backend stores its activations in (program/activations.h); its sums
+  // accumulate in f32 or better, in any order.
+  Precision precision = Precision::f32;
+  // An elementary function (exp, log, rsqrt, logistic, power, sine, cosine) may be off by
+  // this many f32 units in the last place before its result is stored.
+  double function_ulps = 2;
+  // How many perturbed runs, and the factor their rounding errors are drawn at: a run at
+  // 4 times a backend's errors reaches, with fair probability, a discontinuity (a near tie
+  // between two keys) that a backend reaches only rarely (bound/allowance.h).
+  int runs = 16;
+  double amplification = 4;
+  // The allowance is at least this many root-mean-square deviations of the amplified runs.
+  double spread = 3;
+  // The random stream; the same seed draws the same errors for the same program.
+  uint64_t seed = 0x6375746368656b;
+};
+
+class PerturbedRuns {
+ public:
+  // `value` gives every value of `program` as one reference run (keep_values) computed it.
+  // Throws NotYet for programs with collectives: perturb the unsplit program (a split is
+  // one more summation order of the same sums).
+  PerturbedRuns(const Program& program, std::function<const Tensor&(ValueId)> value, const BoundModel& model);
+  ~PerturbedRuns();
+
+  // Run `r` (0 <= r < model.runs): the deviation of every f32 output from the reference,
+  // by output name (+-infinity or NaN where the run left the value's range or became
+  // NaN). `inputs` holds, by input name, deviations an earlier program's run r left in
+  // the values it hands over (a chain of cuts: the layers of a generation); the other f32
+  // inputs and weights are rounded to the precision at random, as a backend storing them
+  // in it does.
+  TensorMap run(int r, const TensorMap& inputs = {});
+
+ private:
+  struct SumTerms;  // per reduce(add) or dot_general: its terms' squares and how many are nonzero
+  struct Result;    // one result's deviations being written
+  bool perturbed(ValueId v) const;
+  const Tensor& perturbation(ValueId v);  // the shadow of v, materialised (zeros) where it is none
+  void leaf(ValueId v, uint64_t stream);
+  void step(size_t index, const Operation& op, uint64_t stream);
+  Tensor sum(size_t index, const Operation& op, Result w);
+  Tensor extreme(const Operation& op, Result w);
+
+  const Program& program_;
+  std::function<const Tensor&(ValueId)> value_;
+  BoundModel model_;
+  std::vector<bool> activation_;
+  std::vector<size_t> last_use_;  // per value: the index of the last op that reads it (outputs: past the end)
+  std::vector<std::unique_ptr<SumTerms>> sums_;  // per op, computed at its first run
+  // Per value, in the run at hand: for f32 values the deviation, for the others the
+  // perturbed value; empty where the value is the reference's.
+  std::vector<Tensor> shadow_;
+  std::vector<Tensor> zeros_;  // per value, a tensor of zero deviations when one is needed
+};
+
+}  // namespace cutcheck
