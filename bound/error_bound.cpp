@@ -8,12 +8,20 @@
 
 namespace cutcheck {
 
-void Allowance::add(const Tensor& deviation) {
-  if (runs_ == 0) {
-    squares_ = Tensor(deviation.type());
-    largest_ = Tensor(deviation.type());
+void Allowance::add(int r, const Tensor& deviation) {
+  if (added_ == 0) {
+    for (Tensor* t : {&squares_, &largest_, &twin_squares_, &mismatch_}) *t = Tensor(deviation.type());
+    twins_.resize(size_t(model_.probes));
+    probes_.resize(size_t(model_.probes));
   } else if (deviation.type() != squares_.type()) {
     throw Error("the runs' deviations differ in shape");
+  }
+  ++added_;
+  if (r >= model_.runs) {  // a probe: paired with its twin once both are here
+    const size_t k = size_t(r - model_.runs);
+    probes_[k] = deviation;
+    if (twins_[k].elements()) pair(k);
+    return;
   }
   auto d = deviation.as<float>();
   auto s = squares_.as_mut<float>(), m = largest_.as_mut<float>();
@@ -22,17 +30,36 @@ void Allowance::add(const Tensor& deviation) {
     s[i] = float(double(s[i]) + e * e);
     m[i] = std::isnan(e) || std::isnan(m[i]) ? NAN : std::max(m[i], float(e));
   }
-  ++runs_;
+  if (r < model_.probes) {
+    twins_[size_t(r)] = deviation;
+    if (probes_[size_t(r)].elements()) pair(size_t(r));
+  }
 }
 
-Tensor Allowance::bound(const BoundModel& model) const {
-  if (runs_ == 0) throw Error("an allowance of no runs");
+void Allowance::pair(size_t k) {
+  auto d = twins_[k].as<float>(), p = probes_[k].as<float>();
+  auto ts = twin_squares_.as_mut<float>(), mm = mismatch_.as_mut<float>();
+  for (size_t i = 0; i < d.size(); ++i) {
+    const double gap = double(d[i]) - 2 * double(p[i]);
+    ts[i] = float(double(ts[i]) + double(d[i]) * d[i]);
+    mm[i] = float(double(mm[i]) + gap * gap);
+  }
+  twins_[k] = probes_[k] = Tensor();
+}
+
+Tensor Allowance::bound() const {
+  if (!complete()) throw Error("an allowance needs every run");
   Tensor out(squares_.type());
-  auto s = squares_.as<float>(), m = largest_.as<float>();
+  auto s = squares_.as<float>(), m = largest_.as<float>(), ts = twin_squares_.as<float>(), mm = mismatch_.as<float>();
   auto b = out.as_mut<float>();
+  // Elements that do not follow their errors smoothly, and the largest deviation among them.
+  auto chaotic = [&](size_t i) { return double(mm[i]) > model_.nonlinearity * model_.nonlinearity * double(ts[i]); };
+  double pooled = 0;
+  for (size_t i = 0; i < b.size(); ++i)
+    if (chaotic(i)) pooled = std::max(pooled, double(m[i]));
   for (size_t i = 0; i < b.size(); ++i) {
-    const double largest = m[i], rms = std::sqrt(double(s[i]) / runs_);
-    const double bound = std::max(model.spread * rms, largest);
+    double bound = std::max(model_.spread * std::sqrt(double(s[i]) / model_.runs), double(m[i]));
+    if (chaotic(i)) bound = std::max(bound, model_.chaos_margin * pooled);
     // Rounded up as it is stored, so that storing never makes it smaller.
     float f = float(bound);
     if (double(f) < bound) f = std::nextafter(f, INFINITY);
@@ -45,9 +72,9 @@ ErrorBounds::ErrorBounds(const Program& program, const std::function<const Tenso
                          const BoundModel& model) {
   PerturbedRuns runs(program, value, model);
   std::map<std::string, Allowance> allowances;
-  for (int r = 0; r < model.runs; ++r)
-    for (const auto& [name, deviation] : runs.run(r)) allowances[name].add(deviation);
-  for (const auto& [name, allowance] : allowances) outputs_.insert_or_assign(name, allowance.bound(model));
+  for (int r = 0; r < model.total_runs(); ++r)
+    for (const auto& [name, deviation] : runs.run(r)) allowances.try_emplace(name, model).first->second.add(r, deviation);
+  for (const auto& [name, allowance] : allowances) outputs_.insert_or_assign(name, allowance.bound());
 }
 
 }  // namespace cutcheck

@@ -25,16 +25,23 @@ namespace cutcheck {
 // The runs' deviations of one tensor, gathered run by run, and the bound they give.
 class Allowance {
  public:
-  // One run's deviations (f32, the same shape every run).
-  void add(const Tensor& deviation);
-  // Per element: max(spread * rms, max |deviation|) over the runs, infinity where a
-  // run's deviation was not finite (it left the precision's range, or became NaN).
-  Tensor bound(const BoundModel& model) const;
-  int runs() const { return runs_; }
+  explicit Allowance(const BoundModel& model) : model_(model) {}
+  // Run r's deviations (f32, the same shape every run), in any order of the runs.
+  void add(int r, const Tensor& deviation);
+  // Per element: max(spread * rms, max |deviation|) over the runs; where the probes show
+  // the element does not follow its errors smoothly, at least chaos_margin times the
+  // largest deviation of any such element of the tensor; infinity where a run's deviation
+  // was not finite (it left the precision's range, or became NaN).
+  Tensor bound() const;
+  bool complete() const { return added_ == model_.total_runs(); }
 
  private:
-  Tensor squares_, largest_;
-  int runs_ = 0;
+  BoundModel model_;
+  Tensor squares_, largest_;          // over the runs
+  Tensor twin_squares_, mismatch_;    // over the probes: sum d^2 of their twins, sum (d - 2 p)^2
+  std::vector<Tensor> twins_, probes_;  // the first runs' deviations and the probes', until paired
+  int added_ = 0;
+  void pair(size_t k);
 };
 
 class ErrorBounds {

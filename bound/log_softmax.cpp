@@ -28,7 +28,8 @@ struct LogSoftmax {
 
 }  // namespace
 
-LogSoftmaxBound::LogSoftmaxBound(std::span<const float> logits) : logits_(logits.begin(), logits.end()) {
+LogSoftmaxBound::LogSoftmaxBound(std::span<const float> logits, const BoundModel& model)
+    : model_(model), logits_(logits.begin(), logits.end()), allowance_(model) {
   const LogSoftmax l(logits);
   max_ = l.max;
   log_sum_ = l.log_sum;
@@ -36,7 +37,9 @@ LogSoftmaxBound::LogSoftmaxBound(std::span<const float> logits) : logits_(logits
   for (size_t j = 0; j < logits.size(); ++j) value_[j] = double(logits[j]) - max_ - log_sum_;
 }
 
-void LogSoftmaxBound::add_run(std::span<const float> logit_deviation, const BoundModel& model, uint64_t stream) {
+void LogSoftmaxBound::add_run(int r, std::span<const float> logit_deviation, uint64_t stream) {
+  const BoundModel& model = model_;
+  const double amplification = model.amplification_of(r);
   const size_t V = logits_.size();
   const LogSoftmax l(logits_, logit_deviation);
   // The engine's own rounding, in f32: per token, of z_i - max and of the log-probability;
@@ -48,22 +51,21 @@ void LogSoftmaxBound::add_run(std::span<const float> logit_deviation, const Boun
   const double common = u * std::sqrt(((n / 2 + 1) * sum_p2 + n / 3) / 3) +
                         u * (1 + 4 * model.function_ulps) * (1 + std::abs(log_sum_)) / std::sqrt(3.0);
   SplitMix64 g{stream};
-  const double shared = model.amplification * common * g.normal();
+  const double shared = amplification * common * g.normal();
   Tensor d({DType::f32, {int64_t(V)}});
   auto dv = d.as_mut<float>();
   for (size_t i = 0; i < V; ++i) {
     const double changed = double(logits_[i]) + double(logit_deviation[i]) - l.max - l.log_sum;
     const double own = u * (std::abs(double(logits_[i]) - max_) + std::abs(value_[i])) / std::sqrt(3.0);
-    const double e = changed - value_[i] + shared + model.amplification * own * g.normal();
+    const double e = changed - value_[i] + shared + amplification * own * g.normal();
     dv[i] = std::isfinite(changed) ? float(e) : NAN;
   }
-  allowance_.add(d);
+  allowance_.add(r, d);
 }
 
-LogProbabilities LogSoftmaxBound::result(const BoundModel& model) const {
+LogProbabilities LogSoftmaxBound::result() const {
   LogProbabilities out{value_, std::vector<double>(value_.size(), inf)};
-  if (allowance_.runs() == 0) return out;
-  const Tensor b = allowance_.bound(model);
+  const Tensor b = allowance_.bound();
   auto bv = b.as<float>();
   for (size_t i = 0; i < value_.size(); ++i)
     if (std::isfinite(value_[i]) && value_[i] - bv[i] >= smallest_normal_log) out.bound[i] = bv[i];

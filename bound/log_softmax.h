@@ -22,15 +22,16 @@ struct LogProbabilities {
 
 class LogSoftmaxBound {
  public:
-  explicit LogSoftmaxBound(std::span<const float> logits);
-  // One perturbed run: the logits' deviation in it, and the run's random stream.
-  void add_run(std::span<const float> logit_deviation, const BoundModel& model, uint64_t stream);
-  // The log-probabilities and their bounds over the runs added. A bound is infinite where
-  // a run's is, and where the log-probability may lie below log 2^-126 (an f32 probability
+  LogSoftmaxBound(std::span<const float> logits, const BoundModel& model);
+  // Perturbed run r: the logits' deviation in it, and a random stream of its own.
+  void add_run(int r, std::span<const float> logit_deviation, uint64_t stream);
+  // The log-probabilities and their bounds over every run. A bound is infinite where a
+  // run's is, and where the log-probability may lie below log 2^-126 (an f32 probability
   // there is subnormal).
-  LogProbabilities result(const BoundModel& model) const;
+  LogProbabilities result() const;
 
  private:
+  BoundModel model_;
   std::vector<float> logits_;
   std::vector<double> value_;
   double log_sum_ = 0;  // log sum_j exp(z_j - max z)

@@ -160,7 +160,8 @@ struct PerturbedRuns::SumTerms {
 // function's own error), drawn at the model's amplification; infinite where the value
 // leaves the storage precision's range (a correct backend overflows there).
 struct PerturbedRuns::Result {
-  Result(const Tensor& reference, const PrecisionInfo& storage, bool function, const BoundModel& model, uint64_t stream)
+  Result(const Tensor& reference, const PrecisionInfo& storage, bool function, const BoundModel& model,
+         double amplification, uint64_t stream)
       : d(Tensor::uninitialized(reference.type())),
         dv(d.as_mut<float>()),
         rv(reference.as<float>()),
@@ -168,7 +169,7 @@ struct PerturbedRuns::Result {
         half_store(storage),
         half_f32(precision_info(Precision::f32)),
         function_spread(function ? 2 * model.function_ulps : 0),
-        amplification(model.amplification),
+        amplification(amplification),
         g{stream} {}
 
   // The variance of the rounding of a result near `value` (uniform errors within h: h^2 / 3).
@@ -200,7 +201,8 @@ PerturbedRuns::PerturbedRuns(const Program& program, std::function<const Tensor&
     if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather)
       throw NotYet("error bounds of a split program: bound the unsplit program, of which a split is one more "
                    "summation order");
-  if (model.runs < 1) throw Error("a bound needs at least one perturbed run");
+  if (model.runs < 1 || model.probes < 0 || model.probes > model.runs)
+    throw Error("a bound needs at least one perturbed run, and no more probes than runs");
   last_use_.assign(program.values.size(), 0);
   for (size_t i = 0; i < program.ops.size(); ++i)
     for (ValueId v : program.ops[i].operands) last_use_[size_t(v)] = i;
@@ -229,7 +231,7 @@ void PerturbedRuns::leaf(ValueId v, uint64_t stream) {
   Tensor d = Tensor::uninitialized(program_.type(v));
   auto dv = d.as_mut<float>();
   SplitMix64 g{stream};
-  const double scale = model_.amplification / std::sqrt(3.0);  // uniform within h: h / sqrt(3)
+  const double scale = amplification_ / std::sqrt(3.0);  // uniform within h: h / sqrt(3)
   bool any = false;
   for (size_t i = 0; i < dv.size(); ++i) {
     const bool exact = holds(p, x[i]);
@@ -240,9 +242,10 @@ void PerturbedRuns::leaf(ValueId v, uint64_t stream) {
 }
 
 TensorMap PerturbedRuns::run(int r, const TensorMap& inputs) {
-  if (r < 0 || r >= model_.runs) throw Error(fmt::format("perturbed run {} of {}", r, model_.runs));
+  if (r < 0 || r >= model_.total_runs()) throw Error(fmt::format("perturbed run {} of {}", r, model_.total_runs()));
   shadow_.assign(program_.values.size(), Tensor());
-  const uint64_t run_seed = mix64(model_.seed, uint64_t(r));
+  amplification_ = model_.amplification_of(r);
+  const uint64_t run_seed = mix64(model_.seed, uint64_t(model_.draws_of(r)));
   uint64_t leaf_index = uint64_t(1) << 40;  // the ops' streams are their indices
   for (const InputDecl& in : program_.inputs) {
     auto it = inputs.find(program_.name(in.value));
@@ -300,7 +303,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
   };
   const PrecisionInfo& store =
       precision_info(activation_[size_t(result)] ? model_.precision : Precision::f32);
-  auto writer = [&] { return Result(r, store, is_function(op.kind), model_, stream); };
+  auto writer = [&] { return Result(r, store, is_function(op.kind), model_, amplification_, stream); };
 
   switch (op.kind) {
     case OpKind::constant:

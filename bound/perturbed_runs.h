@@ -31,13 +31,26 @@ struct BoundModel {
   double function_ulps = 2;
   // How many perturbed runs, and the factor their rounding errors are drawn at: a run at
   // 4 times a backend's errors reaches, with fair probability, a discontinuity (a near tie
-  // between two keys) that a backend reaches only rarely (bound/allowance.h).
+  // between two keys) that a backend reaches only rarely (bound/error_bound.h).
   int runs = 16;
   double amplification = 4;
-  // The allowance is at least this many root-mean-square deviations of the amplified runs.
+  // The bound is at least this many root-mean-square deviations of the runs.
   double spread = 3;
+  // Probes: runs that draw the same errors as the first `probes` runs at half their size.
+  // Where the computation is smooth, a probe's deviation is half its twin's; where it is
+  // not (attention flipping between keys whose scores a correct backend cannot tell
+  // apart), the two differ by more than `nonlinearity` of the twin's, and the element is
+  // held to `chaos_margin` times the largest deviation of any such element of its tensor.
+  int probes = 4;
+  double nonlinearity = 0.25;
+  double chaos_margin = 2;
   // The random stream; the same seed draws the same errors for the same program.
   uint64_t seed = 0x6375746368656b;
+
+  int total_runs() const { return runs + probes; }
+  // Run r's amplification, and the run whose draws it repeats (itself, or its twin).
+  double amplification_of(int r) const { return r < runs ? amplification : amplification / 2; }
+  int draws_of(int r) const { return r < runs ? r : r - runs; }
 };
 
 class PerturbedRuns {
@@ -48,7 +61,7 @@ class PerturbedRuns {
   PerturbedRuns(const Program& program, std::function<const Tensor&(ValueId)> value, const BoundModel& model);
   ~PerturbedRuns();
 
-  // Run `r` (0 <= r < model.runs): the deviation of every f32 output from the reference,
+  // Run `r` (0 <= r < model.total_runs()): the deviation of every f32 output from the reference,
   // by output name (+-infinity or NaN where the run left the value's range or became
   // NaN). `inputs` holds, by input name, deviations an earlier program's run r left in
   // the values it hands over (a chain of cuts: the layers of a generation); the other f32
@@ -69,6 +82,7 @@ class PerturbedRuns {
   const Program& program_;
   std::function<const Tensor&(ValueId)> value_;
   BoundModel model_;
+  double amplification_ = 0;  // of the run at hand
   std::vector<bool> activation_;
   std::vector<size_t> last_use_;  // per value: the index of the last op that reads it (outputs: past the end)
   std::vector<std::unique_ptr<SumTerms>> sums_;  // per op, computed at its first run

@@ -53,9 +53,9 @@ RequestExpectation expect_request(ReferenceRunner& reference, const EngineReques
   const int64_t V = spec.vocab;
   auto row = [&](const Tensor& t, int64_t p) { return t.as<float>().subspan(size_t(p * V), size_t(V)); };
   std::map<int64_t, LogSoftmaxBound> lp;
-  for (int64_t p : needed) lp.emplace(p, LogSoftmaxBound(row(logits, p)));
-  Allowance logit_allowance;
-  for (int r = 0; r < model.runs; ++r) {
+  for (int64_t p : needed) lp.emplace(p, LogSoftmaxBound(row(logits, p), model));
+  Allowance logit_allowance(model);
+  for (int r = 0; r < model.total_runs(); ++r) {
     TensorMap deviation;
     for (auto& piece : runs) {
       TensorMap handed;  // x goes on from piece to piece; each layer's caches are its own
@@ -63,17 +63,18 @@ RequestExpectation expect_request(ReferenceRunner& reference, const EngineReques
       deviation = piece->run(r, handed);
     }
     const Tensor& d = deviation.at("logits");
-    logit_allowance.add(d);
-    for (auto& [p, bound] : lp) bound.add_run(row(d, p), model, mix64(model.seed ^ 0x6c6f67, uint64_t(p) * 4096 + r));
+    logit_allowance.add(r, d);
+    for (auto& [p, bound] : lp)
+      bound.add_run(r, row(d, p), mix64(model.seed ^ 0x6c6f67, uint64_t(p) * 4096 + uint64_t(model.draws_of(r))));
   }
-  const Tensor bounds = logit_allowance.bound(model);
+  const Tensor bounds = logit_allowance.bound();
   auto next = values.at("next").as<int32_t>();
   for (int64_t p : needed) {
     PositionExpectation x;
     auto z = row(logits, p), b = row(bounds, p);
     x.logits.assign(z.begin(), z.end());
     x.bounds.assign(b.begin(), b.end());
-    x.lp = lp.at(p).result(model);
+    x.lp = lp.at(p).result();
     x.next = next[size_t(p)];
     const int64_t step = p - (n - 1);
     if (step >= 0 && step < request.steps && out.tokens[size_t(step)] != x.next)
