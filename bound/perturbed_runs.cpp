@@ -55,13 +55,17 @@ double deviation(double p, double r) {
 }
 
 // f(x + d) - f(x) for elementary functions, accurate where d is small against x (a series
-// where it is tiny, the library's expm1 and log1p otherwise); `r` is the reference's f(x).
+// where it is tiny, the library's expm1 and log1p otherwise) and where d is large (the
+// function itself: the reference's f(x) may have underflowed to 0 where f(x + d) has not);
+// `r` is the reference's f(x).
 double expm1_small(double d) { return std::abs(d) < 0x1p-12 ? d * (1 + d * (0.5 + d / 6)) : std::expm1(d); }
+
+double unary_value(OpKind kind, double x);
 
 double unary_change(OpKind kind, double x, double d, double r) {
   const double t = d / x;
   switch (kind) {
-    case OpKind::exponential: return r * expm1_small(d);
+    case OpKind::exponential: return std::abs(d) < 1 && r != 0 ? r * expm1_small(d) : std::exp(x + d) - r;
     case OpKind::log: return std::log1p(t);
     case OpKind::sqrt: return t > -1 ? r * t / (std::sqrt(1 + t) + 1) : NAN;
     case OpKind::rsqrt: {
@@ -69,7 +73,7 @@ double unary_change(OpKind kind, double x, double d, double r) {
       const double s = std::sqrt(1 + t);
       return -r * t / ((1 + s) * s);
     }
-    case OpKind::logistic: return 1 / (1 + std::exp(-(x + d))) - 1 / (1 + std::exp(-x));
+    case OpKind::logistic: return unary_value(kind, x + d) - unary_value(kind, x);
     case OpKind::sine: return 2 * std::cos(x + d / 2) * std::sin(d / 2);
     case OpKind::cosine: return -2 * std::sin(x + d / 2) * std::sin(d / 2);
     case OpKind::negate: return -d;

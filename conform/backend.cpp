@@ -96,7 +96,7 @@ std::unique_ptr<Lowered> ReferenceBackend::lower(const fs::path& folder) {
 VariantBackend::VariantBackend(std::string variant) : variant_(std::move(variant)) { find_variant(variant_); }
 
 std::unique_ptr<Lowered> VariantBackend::lower(const fs::path& folder) {
-  return std::make_unique<ReferenceLowered>(FolderRun::open(folder, find_variant(variant_).run));
+  return std::make_unique<ReferenceLowered>(FolderRun::open_as(folder, find_variant(variant_)));
 }
 
 CommandBackend::CommandBackend(std::string command, double timeout_seconds)

@@ -14,6 +14,7 @@
 #include "harness/folder.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
+#include "model/signature.h"
 #include "oracle/oracle.h"
 
 namespace cutcheck {
@@ -27,7 +28,7 @@ struct Judged {
   const Fault* fault = nullptr;
   TensorMap run(const Case& c, const TensorMap& weights, const fs::path& folder, const TensorMap& in) const {
     if (!variant && !fault) return Oracle(c.spec, weights).run(c.cut, in);
-    FolderRun r = variant ? FolderRun::open(folder, variant->run) : FolderRun::open_with_fault(folder, *fault);
+    FolderRun r = variant ? FolderRun::open_as(folder, *variant) : FolderRun::open_with_fault(folder, *fault);
     return r.run(in);
   }
 };
@@ -111,7 +112,106 @@ double percentile(std::vector<double> v, double q) {
   return v[size_t(q * double(v.size() - 1) + 0.5)];
 }
 
+// The position of each row the cut computes (its x rows, the cache rows it writes): one
+// for decode, one per row for batch, consecutive from pos for prefill, 0 for forward;
+// none for the embed and head pieces, which see no position.
+std::vector<int64_t> row_positions(const Case& c) {
+  const Part part = c.cut.part();
+  if (part == Part::embed || part == Part::head) return {};
+  switch (cut_family(c.cut.kind)) {
+    case Family::decode: return {c.positions.at(0)};
+    case Family::batch: return {c.positions.begin(), c.positions.end()};
+    case Family::prefill: {
+      std::vector<int64_t> out;
+      for (int64_t r = 0; r < c.cut.rows; ++r) out.push_back(c.positions.at(0) + r);
+      return out;
+    }
+    case Family::forward: return {0};
+  }
+  return {};
+}
+
+int bucket_of(int64_t position) {
+  const std::vector<int64_t>& b = position_buckets();
+  return int(std::upper_bound(b.begin(), b.end(), position) - b.begin()) - 1;
+}
+
+std::string bucket_name(int i) {
+  const std::vector<int64_t>& b = position_buckets();
+  if (size_t(i + 1) == b.size()) return fmt::format("{}+", b[size_t(i)]);
+  if (b[size_t(i + 1)] - b[size_t(i)] == 1) return fmt::format("{}", b[size_t(i)]);
+  return fmt::format("{}-{}", b[size_t(i)], b[size_t(i + 1)] - 1);
+}
+
+// The largest |got - want| per element over the legitimate outputs (0 where they all
+// match the reference's bits, NaN where one of them is not finite where want is).
+Tensor largest_error(const Tensor& want, const std::vector<const Tensor*>& got) {
+  Tensor out({DType::f32, want.shape()});
+  auto w = want.as<float>();
+  auto e = out.as_mut<float>();
+  for (const Tensor* g : got) {
+    auto gv = g->as<float>();
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (gv[i] == w[i] || (std::isnan(gv[i]) && std::isnan(w[i]))) continue;
+      const double d = std::abs(double(gv[i]) - double(w[i]));  // NaN where one is NaN: as far as can be
+      e[i] = std::isnan(d) ? INFINITY : std::max(e[i], float(d));
+    }
+  }
+  return out;
+}
+
+// Sharpness of one output: per row at a known position, the smallest bound / error over
+// the row's elements with an error (rows without one say nothing and are left out).
+void add_sharpness(Sharpness& s, const std::string& output, const Tensor& bound, const Tensor& error,
+                   const std::vector<std::pair<int64_t, int64_t>>& rows /* (first element, position) */, int64_t width) {
+  auto b = bound.as<float>(), e = error.as<float>();
+  for (const auto& [first, position] : rows) {
+    double ratio = INFINITY;
+    bool any = false;
+    for (int64_t i = first; i < first + width; ++i) {
+      if (!(e[size_t(i)] > 0)) continue;
+      any = true;
+      ratio = std::min(ratio, double(b[size_t(i)]) / e[size_t(i)]);
+    }
+    if (any) s[output][bucket_of(position)].push_back(ratio);
+  }
+}
+
+// The rows of an output at known positions: logits and x by row (the prefill's logits
+// are its last row), caches by the rows the case writes.
+std::vector<std::pair<int64_t, int64_t>> output_rows(const Case& c, const std::string& name, const Shape& shape,
+                                                     int64_t& width) {
+  const std::vector<int64_t> at = row_positions(c);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (at.empty()) return out;
+  if (name == "logits" || name == "x") {
+    width = shape.back();
+    const int64_t rows = element_count(shape) / width;
+    if (rows == 1) out.push_back({0, at.back()});
+    else
+      for (int64_t r = 0; r < rows && size_t(r) < at.size(); ++r) out.push_back({r * width, at[size_t(r)]});
+    return out;
+  }
+  if (name.starts_with("k.") || name.starts_with("v.")) {
+    const CacheShape cs = CacheShape::of(shape);
+    width = cs.width;
+    const bool per_row = cs.caches > 1 || cut_family(c.cut.kind) == Family::batch;
+    for (size_t r = 0; r < at.size(); ++r) out.push_back({cs.at(per_row ? int64_t(r) : 0, at[r]), at[r]});
+  }
+  return out;
+}
+
+std::string output_class(const std::string& name) {
+  if (name == "logits" || name == "x") return name;
+  return name.starts_with("k.") || name.starts_with("v.") ? "kv" : "";
+}
+
 }  // namespace
+
+const std::vector<int64_t>& position_buckets() {
+  static const std::vector<int64_t> buckets{0, 1, 16, 64, 256, 1024, 4096};
+  return buckets;
+}
 
 ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -129,7 +229,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
   for (PolicyFigures& p : report.policies)
     for (const Judged& s : subjects) {
       if (legitimate(s, p.tolerance)) p.false_failures[s.name] = 0, p.headroom[s.name] = 0, p.worst_abs[s.name] = 0;
-      else if (s.fault) p.detected[s.name] = 0;
+      else if (s.fault) p.faults[s.name] = {};
     }
 
   TempFolder temp("tolerance");
@@ -170,16 +270,27 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
     }
     for (PolicyFigures& p : report.policies) {
       const Expected& want = expected.at(p.tolerance.precision);
+      // The legitimate variants of this precision (not the oracle): what a correct backend's
+      // error is, per element, for the sharpness and for how far a fault moved an output.
+      std::map<std::string, Tensor> legit_error;
+      for (const auto& [name, w] : want.values) {
+        if (w.dtype() != DType::f32) continue;
+        std::vector<const Tensor*> outs;
+        for (const Judged& s : subjects)
+          if (s.variant && legitimate(s, p.tolerance) && got.count(s.name)) outs.push_back(&got.at(s.name).at(name));
+        legit_error.emplace(name, largest_error(w, outs));
+      }
       for (const Judged& s : subjects) {
         const bool legit = legitimate(s, p.tolerance);
         if (!legit && !s.fault) continue;  // a variant of another precision
         if (!got.count(s.name) && !threw.count(s.name)) continue;  // a fault past the fault cases
         if (!legit && !faults) continue;  // legitimate under another policy, judged there only
         std::string failure;
+        Comparison cmp;
         if (threw.count(s.name)) {
           failure = "threw: " + threw.at(s.name);
         } else {
-          const Comparison cmp = compare(want, got.at(s.name), p.tolerance);
+          cmp = compare(want, got.at(s.name), p.tolerance);
           if (!cmp.ok) failure = cmp.failure;
           if (legit)
             for (const OutputError& e : cmp.outputs) {
@@ -187,11 +298,65 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
               p.worst_abs[s.name] = std::max(p.worst_abs[s.name], e.max_abs);
             }
         }
-        if (failure.empty()) continue;
         if (!legit) {
-          ++p.detected[s.name];
-        } else if (p.false_failures[s.name]++ == 0 && p.first_false_failure.empty()) {
+          FaultFigures& f = p.faults[s.name];
+          const TensorMap* g = got.count(s.name) ? &got.at(s.name) : nullptr;
+          bool acted = !g, far = false;
+          for (const auto& [name, w] : want.values) {
+            if (!g || g->at(name).same_bits(w)) continue;
+            acted = true;
+            if (w.dtype() != DType::f32) continue;
+            // How far the fault moved this output, against the farthest a correct backend did.
+            const Tensor moved = largest_error(w, {&g->at(name)});
+            auto fe = moved.as<float>(), le = legit_error.at(name).as<float>();
+            double fault_max = 0, legit_max = 0;
+            for (size_t k = 0; k < fe.size(); ++k) {
+              fault_max = std::max(fault_max, double(fe[k]));
+              legit_max = std::max(legit_max, double(le[k]));
+            }
+            far = far || fault_max > 10 * legit_max;
+          }
+          if (!acted) continue;
+          ++f.acted;
+          f.caught += !failure.empty();
+          f.far += far;
+          f.far_caught += far && !failure.empty();
+          if (want.values.count("logits") && g) {
+            Expected head;
+            TensorMap head_got;
+            for (const char* name : {"logits", "next"}) {
+              head.values.insert_or_assign(name, want.values.at(name));
+              if (want.bounds.count(name)) head.bounds.insert_or_assign(name, want.bounds.at(name));
+              head_got.insert_or_assign(name, g->at(name));
+            }
+            const bool by_logits = !compare(head, head_got, p.tolerance).ok;
+            ++f.with_logits;
+            f.caught_by_logits += by_logits;
+            if (c.k_scale == 1) {
+              ++f.ordinary;
+              f.ordinary_caught_by_logits += by_logits;
+            }
+          }
+          continue;
+        }
+        if (!failure.empty() && p.false_failures[s.name]++ == 0 && p.first_false_failure.empty())
           p.first_false_failure = fmt::format("{} on case {}: {}: {}", s.name, i, c.str(), failure);
+      }
+      if (p.tolerance.bounded()) {
+        for (const auto& [name, bound] : want.bounds) {
+          size_t unbounded = 0;
+          for (float b : bound.as<float>()) unbounded += !(b < INFINITY);
+          p.unbounded_elements += unbounded;
+          p.elements += size_t(bound.elements());
+          if (name == "logits") {
+            ++p.logit_cases;
+            p.unchecked_logit_cases += unbounded == size_t(bound.elements());
+          }
+          const std::string cls = output_class(name);
+          if (cls.empty()) continue;
+          int64_t width = 0;
+          const auto rows = output_rows(c, name, bound.shape(), width);
+          add_sharpness(p.sharpness, cls, bound, legit_error.at(name), rows, width);
         }
       }
       p.logit_thresholds.push_back(logit_threshold(want, p.tolerance));
@@ -204,6 +369,25 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
   return report;
 }
 
+namespace {
+
+std::string share(int n, int of) { return of ? fmt::format("{} of {} ({:.1f}%)", n, of, 100.0 * n / of) : "none"; }
+
+Json sharpness_json(const Sharpness& s) {
+  Json out = Json::object();
+  for (const auto& [output, buckets] : s)
+    for (const auto& [b, ratios] : buckets) {
+      auto finite = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+      out[output][bucket_name(b)] = {{"rows", ratios.size()},
+                                     {"median", finite(percentile(ratios, 0.5))},
+                                     {"p90", finite(percentile(ratios, 0.9))},
+                                     {"least", finite(percentile(ratios, 0.0))}};
+    }
+  return out;
+}
+
+}  // namespace
+
 std::string tolerance_report_text(const ToleranceReport& r) {
   std::string out = fmt::format("{} cases, in {:.1f} s\n", r.cases, r.seconds);
   for (const PolicyFigures& p : r.policies) {
@@ -212,8 +396,26 @@ std::string tolerance_report_text(const ToleranceReport& r) {
     for (const auto& [name, n] : p.false_failures)
       out += fmt::format("    {:<24} {:>6} of {}   headroom {:.3g}   worst abs {:.3g}\n", name, n, r.cases,
                          p.headroom.at(name), p.worst_abs.at(name));
-    out += "  detections (cases a wrong backend fails):\n";
-    for (const auto& [name, n] : p.detected) out += fmt::format("    {:<24} {:>6} of {}\n", name, n, r.fault_cases);
+    out += fmt::format("  detections, of the cases a wrong backend changes an output in ({} cases ran the faults):\n"
+                       "    {:<26} {:>22} {:>24} {:>24} {:>22}\n",
+                       r.fault_cases, "fault", "caught", "by logits and next", "ordinary keys, so", "moved > 10x, caught");
+    for (const auto& [name, f] : p.faults)
+      out += fmt::format("    {:<26} {:>22} {:>24} {:>24} {:>22}\n", name, share(f.caught, f.acted),
+                         share(f.caught_by_logits, f.with_logits), share(f.ordinary_caught_by_logits, f.ordinary),
+                         share(f.far_caught, f.far));
+    if (p.tolerance.bounded()) {
+      out += fmt::format("  held: {} of {} elements have a finite bound; {} of {} cases with logits have none bounded "
+                         "(not checked)\n",
+                         p.elements - p.unbounded_elements, p.elements, p.unchecked_logit_cases, p.logit_cases);
+      out += "  sharpness, bound / largest correct error at the tightest element of a row, by position: median, p90 (rows)\n";
+      for (const auto& [output, buckets] : p.sharpness) {
+        out += fmt::format("    {:<7}", output);
+        for (const auto& [b, ratios] : buckets)
+          out += fmt::format("  {}: {:.3g}, {:.3g} ({})", bucket_name(b), percentile(ratios, 0.5), percentile(ratios, 0.9),
+                             ratios.size());
+        out += "\n";
+      }
+    }
     out += fmt::format("  smallest detected perturbation d of outputs * (1 + d), median and worst over cases:\n"
                        "    logits           {:.3g}  {:.3g}\n    layer 0 output   {:.3g}  {:.3g}  ({} cases)\n",
                        percentile(p.logit_thresholds, 0.5), percentile(p.logit_thresholds, 1.0),
@@ -228,19 +430,34 @@ Json tolerance_report_json(const ToleranceReport& r) {
   Json policies = Json::array();
   for (const PolicyFigures& p : r.policies) {
     auto finite = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+    Json faults = Json::object();
+    for (const auto& [name, f] : p.faults)
+      faults[name] = {{"acted", f.acted},
+                      {"caught", f.caught},
+                      {"with_logits", f.with_logits},
+                      {"caught_by_logits", f.caught_by_logits},
+                      {"ordinary_keys", f.ordinary},
+                      {"ordinary_caught_by_logits", f.ordinary_caught_by_logits},
+                      {"moved_far", f.far},
+                      {"moved_far_caught", f.far_caught}};
     policies.push_back({{"tolerance", p.tolerance.str()},
                         {"false_failures", p.false_failures},
                         {"headroom", p.headroom},
                         {"worst_abs", p.worst_abs},
-                        {"detected", p.detected},
+                        {"faults", faults},
                         {"first_false_failure", p.first_false_failure},
+                        {"elements", p.elements},
+                        {"unbounded_elements", p.unbounded_elements},
+                        {"logit_cases", p.logit_cases},
+                        {"unchecked_logit_cases", p.unchecked_logit_cases},
+                        {"sharpness", sharpness_json(p.sharpness)},
                         {"logit_threshold", {{"median", finite(percentile(p.logit_thresholds, 0.5))},
                                              {"worst", finite(percentile(p.logit_thresholds, 1.0))}}},
                         {"layer_threshold", {{"median", finite(percentile(p.layer_thresholds, 0.5))},
                                              {"worst", finite(percentile(p.layer_thresholds, 1.0))},
                                              {"cases", p.layer_thresholds.size()}}}});
   }
-  return {{"format", "cutcheck-tolerance-report-1"},
+  return {{"format", "cutcheck-tolerance-report-2"},
           {"cases", r.cases},
           {"fault_cases", r.fault_cases},
           {"seconds", r.seconds},

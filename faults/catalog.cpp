@@ -14,6 +14,8 @@ namespace rw = fault_rewrites;
 const std::vector<CutKind> with_layers = {C::decode, C::prefill, C::batch, C::forward,
                                           C::forward_layer, C::decode_layer, C::batch_layer, C::prefill_layer};
 const std::vector<CutKind> with_cache = {C::decode, C::prefill, C::batch, C::decode_layer, C::batch_layer, C::prefill_layer};
+const std::vector<CutKind> with_head = {C::decode, C::prefill, C::batch, C::forward, C::forward_head, C::decode_head,
+                                        C::batch_head, C::prefill_head};
 const std::vector<CutKind> with_norm = {C::decode, C::prefill, C::batch, C::forward, C::forward_layer, C::forward_head,
                                         C::decode_layer, C::decode_head, C::batch_layer, C::batch_head,
                                         C::prefill_layer, C::prefill_head};
@@ -51,6 +53,17 @@ const std::vector<Fault>& fault_catalog() {
        {C::prefill, C::batch, C::batch_embed}, false, rw::rows_past_eight},
       {"bf16-activations", "every activation rounded to bf16 (reduce_precision after each; tables stay f32)", true,
        all_cut_kinds(), false, rw::bf16_activations},
+      // Small errors that trained weights hide where a bound is loose: a kernel that gets
+      // the scores slightly wrong past a tile of 16 positions, a norm that loses its gain,
+      // one logit a little off late in a sequence.
+      {"late-scores-1e-3", "attention scores times (1 + 1e-3) at positions 16 and on", false, with_layers, false,
+       rw::late_scores_1e3},
+      {"late-scores-1e-2", "attention scores times (1 + 1e-2) at positions 16 and on", false, with_layers, false,
+       rw::late_scores_1e2},
+      {"final-norm-gain-dropped", "the final RMSNorm without its weight", false, with_head, false,
+       rw::final_norm_gain_dropped},
+      {"late-logit-shifted", "the logit of token 1 plus 1e-3 at positions 16 and on", false,
+       {C::decode, C::prefill, C::batch, C::forward}, false, rw::late_logit_shifted},
       // The knobs of newer checkpoints: each fault acts only where the spec has its knob.
       {"rope-scaling-ignored", "rotary frequencies without the spec's rope_scaling", false, with_layers, false,
        rw::rope_scaling_ignored, scales_rope},

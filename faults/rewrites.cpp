@@ -42,7 +42,71 @@ void change_mask_limit(Rewriter& r, Change change) {
   }
 }
 
+// Per row of `rows` positions [R] (i32), 1 where the position is at least `from`: a
+// predicate [R], computed before the op that defines `before`.
+ValueId from_position(Rewriter& r, ValueId before, ValueId rows, int64_t from, const std::string& name) {
+  ValueId limit = r.constant_before(before, double(from), r.type(rows), name + ".from");
+  return r.insert_before(before, K::compare, {rows, limit}, {word("GE")}, name);
+}
+
+// `x` [R, ...] times (1 + by) in the rows whose position is at least 16, inserted after x
+// and read by every later use of it.
+void scale_late_rows(Rewriter& r, ValueId x, ValueId rows, double by, const std::string& name) {
+  const TensorType& t = r.type(x);
+  const TensorType per_row{DType::f32, {t.shape[0]}};
+  ValueId late = from_position(r, x, rows, 16, name + ".late");
+  ValueId factor = r.insert_before(x, K::select,
+                                   {late, r.constant_before(x, double(float(1 + by)), per_row, name + ".factor"),
+                                    r.constant_before(x, 1, per_row, name + ".one")},
+                                   {}, name + ".row_factor");
+  ValueId spread = r.insert_after(x, K::broadcast_in_dim, {factor}, {ints({0})}, name + ".factor_rows", t);
+  r.replace_uses(x, r.insert_after(spread, K::multiply, {x, spread}, {}, name));
+}
+
 }  // namespace
+
+void late_scores_1e3(Rewriter& r) {
+  for (ValueId scores : r.require("l*.scores", K::divide)) {
+    const std::string l = layer_of(r.name(scores));
+    scale_late_rows(r, scores, r.operand(r.value(l + "row_pos"), 0), 1e-3, l + "fault.scores");
+  }
+}
+
+void late_scores_1e2(Rewriter& r) {
+  for (ValueId scores : r.require("l*.scores", K::divide)) {
+    const std::string l = layer_of(r.name(scores));
+    scale_late_rows(r, scores, r.operand(r.value(l + "row_pos"), 0), 1e-2, l + "fault.scores");
+  }
+}
+
+void final_norm_gain_dropped(Rewriter& r) {
+  for (ValueId norm : r.require("final_norm", K::multiply)) r.bypass(norm, 1);  // weight_rows * scaled: scaled
+}
+
+void late_logit_shifted(Rewriter& r) {
+  // The logit of token 1 plus 1e-3 in the rows at positions 16 and on: the head's rows are
+  // the cut's (decode, batch) or its last (prefill, whose positions are consecutive).
+  const ValueId logits = r.require("logits", K::dot_general).front();
+  const std::vector<ValueId> named = r.find("positions");
+  const ValueId positions = named.empty() ? r.value("pos") : named.front();
+  const TensorType& t = r.type(logits);  // [R, V]
+  const int64_t R = t.shape[0], V = t.shape[1];
+  ValueId rows = positions;
+  if (r.type(positions).shape != Shape{R})
+    rows = r.insert_before(logits, K::reshape,
+                           {r.insert_before(logits, K::reduce, {positions}, {word("max"), ints({0})}, "fault.last")},
+                           {}, "fault.rows", TensorType{DType::i32, {R}});
+  ValueId late = r.insert_before(logits, K::broadcast_in_dim, {from_position(r, logits, rows, 16, "fault.late")}, {ints({0})},
+                                 "fault.late_rows", TensorType{DType::i1, {R, V}});
+  const TensorType index{DType::i32, {R, V}};
+  ValueId token = r.insert_before(logits, K::compare,
+                                  {r.insert_before(logits, K::iota, {}, {integer(1)}, "fault.token", index),
+                                   r.constant_before(logits, 1, index, "fault.which")},
+                                  {word("EQ")}, "fault.is_token");
+  ValueId zero = r.constant_before(logits, 0, t, "fault.zero");
+  ValueId shift = r.insert_before(logits, K::select, {late, r.insert_before(logits, K::select, {token, r.constant_before(logits, double(1e-3f), t, "fault.by"), zero}, {}, "fault.token_shift"), zero}, {}, "fault.shift");
+  r.replace_uses(logits, r.insert_after(logits, K::add, {logits, shift}, {}, "fault.logits"));
+}
 
 void rope_position_off_by_one(Rewriter& r) {
   for (ValueId pos : r.require("rope.pos", K::convert)) r.set_operand(pos, 0, plus(r, pos, r.operand(pos, 0), 1, "fault.pos"));

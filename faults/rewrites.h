@@ -24,5 +24,9 @@ void rope_scaling_ignored(Rewriter& r);
 void attention_bias_dropped(Rewriter& r);
 void qk_norm_skipped(Rewriter& r);
 void sliding_window_off_by_one(Rewriter& r);
+void late_scores_1e3(Rewriter& r);
+void late_scores_1e2(Rewriter& r);
+void final_norm_gain_dropped(Rewriter& r);
+void late_logit_shifted(Rewriter& r);
 
 }  // namespace cutcheck::fault_rewrites

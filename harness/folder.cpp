@@ -11,13 +11,17 @@
 
 namespace cutcheck {
 
-FolderRun FolderRun::open(const fs::path& dir, RunOptions options) { return open(dir, options, nullptr); }
-
-FolderRun FolderRun::open_with_fault(const fs::path& dir, const Fault& fault, RunOptions options) {
-  return open(dir, options, &fault);
+FolderRun FolderRun::open(const fs::path& dir, RunOptions options) {
+  return open(dir, Variant{"", "", Precision::f32, std::move(options)}, nullptr);
 }
 
-FolderRun FolderRun::open(const fs::path& dir, RunOptions options, const Fault* fault) {
+FolderRun FolderRun::open_with_fault(const fs::path& dir, const Fault& fault, RunOptions options) {
+  return open(dir, Variant{"", "", Precision::f32, std::move(options)}, &fault);
+}
+
+FolderRun FolderRun::open_as(const fs::path& dir, const Variant& variant) { return open(dir, variant, nullptr); }
+
+FolderRun FolderRun::open(const fs::path& dir, const Variant& as, const Fault* fault) {
   std::vector<fs::path> folders = chip_folders(dir);
   if (folders.empty()) folders.push_back(dir);
   FolderRun r;
@@ -39,7 +43,7 @@ FolderRun FolderRun::open(const fs::path& dir, RunOptions options, const Fault* 
       }
     }
     TensorMap weights = load_weights(folder.manifest, f);
-    r.chips_.push_back(std::make_unique<Executable>(std::move(folder.program), std::move(weights), options));
+    r.chips_.push_back(std::make_unique<Executable>(as.executable(std::move(folder.program), std::move(weights))));
     programs.push_back(&r.chips_.back()->program());
   }
   if (r.split()) verify_split(programs, dir.string());

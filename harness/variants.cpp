@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/named.h"
+#include "reference/kernels.h"
 #include "reference/terms.h"
 
 namespace cutcheck {
@@ -126,6 +128,134 @@ std::function<void(Tensor&)> storage(Precision p) {
   };
 }
 
+// Tables in double: every f32 value computed from constants and iota alone (the rotary
+// frequencies, under any rope scaling) evaluated in double from the program's constants
+// and rounded to f32 once, as a backend that computes its tables ahead in double does,
+// rather than rounded op by op. Each table an op reads that is not itself a table becomes
+// a weight holding those values. A value in double is carried as two f32 tensors, hi + lo
+// (48 bits), so that data movement is the reference's kernels on each.
+void exact_tables(Program& p, TensorMap& weights) {
+  std::vector<bool> table(p.values.size(), false);
+  for (const Operation& op : p.ops)
+    table[size_t(op.result)] = std::all_of(op.operands.begin(), op.operands.end(), [&](ValueId v) { return table[size_t(v)]; });
+  struct Wide {
+    Tensor hi, lo;
+  };
+  std::vector<Wide> wide(p.values.size());
+  auto split = [](const TensorType& t, auto value) {  // hi + lo from per-element doubles
+    Wide w{Tensor(t), Tensor(t)};
+    auto h = w.hi.as_mut<float>(), l = w.lo.as_mut<float>();
+    for (size_t i = 0; i < h.size(); ++i) {
+      const double v = value(i);
+      h[i] = float(v);
+      l[i] = std::isfinite(v) ? float(v - double(h[i])) : 0.0f;
+    }
+    return w;
+  };
+  auto at = [&](ValueId v, size_t i) { return double(wide[size_t(v)].hi.as<float>()[i]) + wide[size_t(v)].lo.as<float>()[i]; };
+  for (const Operation& op : p.ops) {
+    if (!table[size_t(op.result)]) continue;
+    const TensorType& t = p.type(op.result);
+    auto kernel = [&](std::vector<const Tensor*> in) {
+      Tensor out(t);
+      kernel_for(op.kind)(op, in, out);
+      return out;
+    };
+    const bool floats = t.dtype == DType::f32;
+    const bool float_operands = !op.operands.empty() && p.type(op.operands[0]).dtype == DType::f32;
+    Wide& w = wide[size_t(op.result)];
+    switch (op.kind) {
+      case OpKind::add:
+      case OpKind::subtract:
+      case OpKind::multiply:
+      case OpKind::divide:
+      case OpKind::power:
+      case OpKind::maximum:
+      case OpKind::minimum:
+        if (!floats) break;
+        w = split(t, [&](size_t i) {
+          const double x = at(op.operands[0], i), y = at(op.operands[1], i);
+          switch (op.kind) {
+            case OpKind::add: return x + y;
+            case OpKind::subtract: return x - y;
+            case OpKind::multiply: return x * y;
+            case OpKind::divide: return x / y;
+            case OpKind::power: return std::pow(x, y);
+            case OpKind::maximum: return std::max(x, y);
+            default: return std::min(x, y);
+          }
+        });
+        continue;
+      case OpKind::exponential:
+      case OpKind::log:
+      case OpKind::sqrt:
+      case OpKind::rsqrt:
+      case OpKind::sine:
+      case OpKind::cosine:
+      case OpKind::negate:
+        w = split(t, [&](size_t i) {
+          const double x = at(op.operands[0], i);
+          switch (op.kind) {
+            case OpKind::exponential: return std::exp(x);
+            case OpKind::log: return std::log(x);
+            case OpKind::sqrt: return std::sqrt(x);
+            case OpKind::rsqrt: return 1 / std::sqrt(x);
+            case OpKind::sine: return std::sin(x);
+            case OpKind::cosine: return std::cos(x);
+            default: return -x;
+          }
+        });
+        continue;
+      case OpKind::compare:
+        if (!float_operands) break;
+        w.hi = Tensor(t);
+        for (size_t i = 0; i < size_t(t.elements()); ++i) {
+          const double x = at(op.operands[0], i), y = at(op.operands[1], i);
+          const std::string& d = op.word("comparison_direction");
+          w.hi.as_mut<uint8_t>()[i] = d == "LT" ? x < y : d == "LE" ? x <= y : d == "GT" ? x > y : d == "GE" ? x >= y
+                                                              : d == "EQ" ? x == y : x != y;
+        }
+        continue;
+      case OpKind::select:
+        if (!floats) break;
+        w = split(t, [&](size_t i) {
+          return at(wide[size_t(op.operands[0])].hi.as<uint8_t>()[i] ? op.operands[1] : op.operands[2], i);
+        });
+        continue;
+      case OpKind::broadcast_in_dim:
+      case OpKind::reshape:
+      case OpKind::transpose:
+      case OpKind::slice:
+        if (!floats) break;
+        w.hi = kernel({&wide[size_t(op.operands[0])].hi});
+        w.lo = kernel({&wide[size_t(op.operands[0])].lo});
+        continue;
+      default: break;
+    }
+    // Integers, predicates and conversions from them: exact; anything else as the reference.
+    std::vector<const Tensor*> in;
+    for (ValueId v : op.operands) in.push_back(&wide[size_t(v)].hi);
+    w.hi = kernel(in);
+    if (floats) w.lo = Tensor(t);
+  }
+  // Each f32 table read by an op that is not a table: a weight of its values, rounded once.
+  for (Operation& op : p.ops) {
+    if (table[size_t(op.result)]) continue;
+    for (ValueId& v : op.operands) {
+      if (!table[size_t(v)] || p.type(v).dtype != DType::f32) continue;
+      const std::string name = "exact_table." + p.name(v);
+      std::optional<ValueId> held = p.find(name);
+      if (!held) {
+        held = ValueId(p.values.size());
+        p.values.push_back({name, p.type(v)});
+        p.weights.push_back({*held, {}});
+        weights.insert_or_assign(name, split(p.type(v), [&](size_t i) { return double(float(at(v, i))); }).hi);
+      }
+      v = *held;
+    }
+  }
+}
+
 RunOptions options(KernelTable k, std::function<void(Tensor&)> store = {}) {
   RunOptions o;
   o.kernels = std::move(k);
@@ -153,10 +283,17 @@ const std::vector<Variant>& variants() {
        options({}, storage(Precision::f16))},
       {"f16-f32-sums", "every value stored in f16; f32 sums in order and f32 functions", Precision::f16,
        options(kernels(Order::sequential, true), storage(Precision::f16))},
+      {"f32-exact-tables", "tables from constants alone (rotary frequencies, any rope scaling) in double, rounded once",
+       Precision::f32, {}, exact_tables},
   };
   return list;
 }
 
 const Variant& find_variant(const std::string& name) { return find_named(variants(), name, "variant"); }
+
+Executable Variant::executable(Program program, TensorMap weights) const {
+  if (prepare) prepare(program, weights);
+  return Executable(std::move(program), std::move(weights), run);
+}
 
 }  // namespace cutcheck

@@ -19,6 +19,12 @@ struct Variant {
   std::string description;
   Precision precision;  // the declared precision it is a correct backend of
   RunOptions run;       // its kernels and storage
+  // A change to each program and its weights before it is planned (empty: none): how the
+  // variant computes what the program computes in another way than op by op.
+  std::function<void(Program& program, TensorMap& weights)> prepare = {};
+
+  // The variant's executable of a program.
+  Executable executable(Program program, TensorMap weights) const;
 };
 
 const std::vector<Variant>& variants();

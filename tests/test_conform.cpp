@@ -96,7 +96,10 @@ TEST(Conform, TheReferencePassesWithLargeKeysUnsplit) {
 
 // The piece a fault's whole-cut failures bisect to.
 std::string expected_piece(const std::string& fault) {
-  if (fault == "prefill-head-first-row") return "head";
+  if (fault == "prefill-head-first-row" || fault == "final-norm-gain-dropped") return "head";
+  // It shifts a logit by the position, which the head pieces do not have: only the whole
+  // cut can show it.
+  if (fault == "late-logit-shifted") return "every piece passes alone";
   if (fault == "rows-past-eight") return "embed";
   if (fault == "bf16-activations") return "inconclusive: every piece fails alone";  // every op rounds
   return "layer 0";
@@ -129,7 +132,8 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
     if (f.original.c.cut.part() == Part::whole) {
       // A fault whose error stays under the tolerance in every piece shows only composed;
       // at least one whole cut must bisect to the fault's piece.
-      if (f.piece.rfind("every piece passes alone", 0) == 0) continue;
+      if (f.piece.rfind("every piece passes alone", 0) == 0 && expected_piece(fault.name) != f.piece.substr(0, 24))
+        continue;
       EXPECT_THAT(f.piece, ::testing::StartsWith(expected_piece(fault.name))) << f.shrunk.c.str();
       bisected = true;
     }
