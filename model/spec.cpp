@@ -292,7 +292,7 @@ ModelSpec load_spec(const std::string& name_or_path) {
   if (!fs::exists(name_or_path))
     throw SpecError(fmt::format("'{}' is neither a built-in spec ({}) nor a spec file", name_or_path,
                                 fmt::join(builtin_spec_names(), ", ")));
-  return ModelSpec::from_json(parse_json(read_file(name_or_path, 1 << 20), name_or_path), name_or_path);
+  return ModelSpec::from_json(parse_json(read_file(name_or_path, max_bytes::spec), name_or_path), name_or_path);
 }
 
 }  // namespace cutcheck

@@ -662,7 +662,7 @@ TEST(Files, WritesAreAtomic) {
   fs::path file = dir / "out.safetensors";
   write_file_atomic(file, std::string("first"));
   write_file_atomic(file, std::string("second"));
-  EXPECT_EQ(read_file(file), "second");
+  EXPECT_EQ(test::read_whole(file), "second");
   size_t entries = 0;
   for (const auto& e : fs::directory_iterator(dir)) entries += e.path() != file;
   EXPECT_EQ(entries, 0u) << "a temporary file was left behind";
@@ -670,7 +670,7 @@ TEST(Files, WritesAreAtomic) {
   fs::create_directories(dir / "blocked");
   EXPECT_THROW(write_file_atomic(dir / "blocked", std::string("x")), IoError);
   EXPECT_TRUE(fs::is_directory(dir / "blocked"));
-  EXPECT_EQ(read_file(file), "second");
+  EXPECT_EQ(test::read_whole(file), "second");
 }
 
 }  // namespace
