@@ -51,7 +51,6 @@ void add_author(CLI::App& app) {
   add_number(cmd, "--tp", args->tp, "split over this many chips: writes OUT/chip0, OUT/chip1, ...", tp_widths)
       ->capture_default_str();
   cmd->callback([args] {
-    args->destinations.check();
     ModelSpec spec = load_spec(args->spec);
     Cut cut = Cut::parse(args->cut, "--cut");
     check_weights_fit(args->dir, spec);

@@ -189,8 +189,9 @@ void keep_reproducer(const fs::path& folder, const Property& p, const CheckResul
 }
 
 void run_checks(const Args& a) {
-  a.destinations.check();
   const bool on_backend = !a.backend.empty();
+  // The defaults: only --keep has one, and only a backend's failures are kept there.
+  if (on_backend) a.destinations.check();
   std::vector<const Property*> chosen;
   for (const Property& p : catalog())
     if (selected(p.name, a.filter) && (!on_backend || p.backend)) chosen.push_back(&p);

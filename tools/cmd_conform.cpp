@@ -107,7 +107,8 @@ void add_conform(CLI::App& app) {
                 "instead of cuts, one-op programs over every op, dtype and edge shape (docs/conformance.md, Per-op suite)");
   cmd->add_option("--ops-filter", a->ops_filter, "with --ops: only the cases whose name matches a glob ('max*'); repeatable");
   cmd->callback([a] {
-    a->destinations.check();
+    // The defaults: only --keep has one, written by a campaign (not --ops or --replay).
+    if (!a->ops && a->replay.empty()) a->destinations.check();
     ConformOptions o;
     o.kinds = kinds_matching(a->cuts);
     o.tp = a->tp;

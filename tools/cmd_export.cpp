@@ -33,7 +33,6 @@ void add_export(CLI::App& app, const std::string& name, const std::string& descr
   args->destinations.add(cmd, "--out", args->out, out_what, out_kind)->required();
   cmd->add_option("--dtype", args->dtype, "f32, f16 or bf16 (default: the spec's dtype)");
   cmd->callback([args, write] {
-    args->destinations.check();
     if (args->weights.empty() && !args->seed) throw Error("give --weights (a weights folder) or --seed (synthetic weights)");
     const ModelSpec spec = resolve_spec(args->spec, args->weights);
     const DType dtype = args->dtype.empty() ? spec.dtype : checkpoint_dtype(args->dtype, "--dtype");

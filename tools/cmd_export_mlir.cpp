@@ -21,7 +21,6 @@ void add_export_mlir(CLI::App& app) {
   cmd->add_option("--precision", args->precision, "spec: sums and functions in f64, as the language says; f32")
       ->capture_default_str();
   cmd->callback([args] {
-    args->destinations.check();
     if (!chip_folders(args->folder).empty()) throw NotYet("tp splits are not exported: export one program folder");
     ProgramFolder f = ProgramFolder::read(args->folder);
     MlirExport e = export_mlir(f.program, f.manifest, parse_mlir_precision(args->precision));

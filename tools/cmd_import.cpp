@@ -28,7 +28,6 @@ void add_import(CLI::App& app, const std::string& name, const std::string& descr
     cmd->add_flag("--widen", args->widen,
                   "write f32 weights; by default BF16 and F16 weights keep their dtype (docs/checkpoints.md)");
   cmd->callback([args, import] {
-    args->destinations.check();
     import(args->from, args->out, args->widen);
     fmt::print("wrote {0}/spec.json and {0}/model.safetensors\n", args->out);
   });

@@ -32,7 +32,6 @@ void add_mutate(CLI::App& app) {
   cmd->add_flag("--list", a->list, "list the drawn mutants and stop");
   a->destinations.add(cmd, "--json", a->json, "write a JSON report here", Destinations::Kind::file);
   cmd->callback([a] {
-    a->destinations.check();
     const std::vector<Mutant> population = all_mutants(builtin_spec("tiny"), all_cut_kinds());
     std::vector<Mutant> drawn;
     for (Mutant& m : sample_mutants(population, a->per_kind, a->options.seed))

@@ -39,7 +39,6 @@ void add_run(CLI::App& app) {
              threads)
       ->capture_default_str();
   cmd->callback([args] {
-    args->destinations.check();
     RunOptions options = args->variant.empty() ? RunOptions{} : find_variant(args->variant).run;
     options.threads = args->threads;
     options.keep_values = false;  // only the outputs are wanted: memory holds the live values alone

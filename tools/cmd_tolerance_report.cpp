@@ -35,7 +35,6 @@ void add_tolerance_report(CLI::App& app) {
              {0, 1 << 30});
   a->destinations.add(cmd, "--json", a->json, "write the figures as JSON here", Destinations::Kind::file);
   cmd->callback([a] {
-    a->destinations.check();
     ToleranceReportOptions o;
     o.campaign.cases = a->cases;
     o.campaign.seed = a->seed;

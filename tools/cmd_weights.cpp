@@ -25,7 +25,6 @@ void add_weights(CLI::App& app) {
       ->required();
   add_number(cmd, "--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)", tp_widths);
   cmd->callback([args] {
-    args->destinations.check();
     ModelSpec spec = load_spec(args->spec);
     for (int64_t tp : args->tp)  // refused before any file is written
       if (auto why = widths_unsplittable(spec, tp)) throw Error(fmt::format("--tp {}: {}", tp, *why));

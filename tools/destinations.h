@@ -24,8 +24,9 @@ class Destinations {
   // or refuses a new file (tried by making one, removed at once).
   CLI::Option* add(CLI::App* cmd, const std::string& name, std::string& path, const std::string& help, Kind kind);
 
-  // Throws IoError (exit 2) naming the option for the first default that cannot be written.
-  // Empty defaults (nothing to write unless the option is given) are skipped.
+  // Throws IoError (exit 2) naming the option for the first default that cannot be written;
+  // empty defaults (nothing to write unless the option is given) are skipped. A command
+  // whose destinations have defaults calls it before any work that writes to them.
   void check() const;
 
  private:

@@ -31,7 +31,6 @@ int main(int argc, char** argv) {
                   {0, UINT64_MAX})
       ->capture_default_str();
   app.callback([&] {
-    destinations.check();
     OnnxOptions o;
     if (precision == "spec") o.precision = OnnxPrecision::spec;
     else if (precision == "f32") o.precision = OnnxPrecision::f32;
