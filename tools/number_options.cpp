@@ -10,7 +10,7 @@ namespace cutcheck::cli::detail {
 
 namespace {
 
-// "[1, 4096]", "(0, 1e+09]", "[0, inf)".
+// "[1, 4096]", "(0, 1000000000]", "[0, inf)".
 template <class T>
 std::string interval(const Range<T>& range) {
   const bool open_high = std::is_floating_point_v<T> && std::isinf(double(range.high));

@@ -1,6 +1,6 @@
 // Numeric command-line options, each declared with the values that mean something for it.
 // CLI11 alone takes "nan" and "inf" for a double and wraps "-1" into an unsigned; here the
-// range is part of the declaration, --help shows it ("INT in [1, 4096]", "FLOAT in (0, 1e+09]",
+// range is part of the declaration, --help shows it ("INT in [1, 4096]", "FLOAT in (0, 1000000000]",
 // "FLOAT in [0, inf)"), and anything else is refused while the command line is parsed, before
 // any work, naming the option (exit 2): NaN, infinities, numbers outside the range, integers
 // the option's type cannot hold, and text that is not a plain decimal number.
