@@ -80,7 +80,9 @@ RunFiles::~RunFiles() {
 TensorMap RunFiles::read_outputs(const std::string& claim, const std::string& stderr_tail) const {
   try {
     TensorMap outputs;
-    for (auto& [name, t] : read_safetensors(outputs_).tensors) outputs.emplace(name, t.clone());  // before removing the file
+    // The backend's own file: a link to elsewhere is not followed.
+    for (auto& [name, t] : read_safetensors(outputs_, Links::refuse).tensors)
+      outputs.emplace(name, t.clone());  // before removing the file
     return outputs;
   } catch (const Error& e) {
     throw BackendFailed(

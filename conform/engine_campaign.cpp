@@ -168,9 +168,10 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
     try {
       if (!fs::exists(fs::symlink_status(out)))
         throw FormatError(fmt::format("{}: the engine exited 0 without writing its results", out.string()));
-      if (!fs::is_regular_file(out))
-        throw FormatError(fmt::format("{}: the engine's results are not a regular file", out.string()));
-      results = parse_results(parse_json(read_file(out, results_cap(c, o.top_k)), "results.json"), c.requests,
+      if (!fs::is_regular_file(fs::symlink_status(out)))  // a link is not followed: the engine's own file is read
+        throw FormatError(fmt::format("{}: the engine's results are not a regular file{}", out.string(),
+                                      fs::is_symlink(fs::symlink_status(out)) ? " (a symbolic link)" : ""));
+      results = parse_results(parse_json(read_file(out, results_cap(c, o.top_k), Links::refuse), "results.json"), c.requests,
                               c.spec.vocab, o.top_k, "results.json");
     } catch (const Error& e) {
       r.verdict = Verdict::failed;
@@ -345,7 +346,7 @@ Json engine_report_json(const EngineReport& report) {
 EngineCaseResult replay_engine_case(const EngineCommand& engine, const fs::path& reproducer) {
   const fs::path file = reproducer / "case.json";
   const std::string where = file.string();
-  const Json record = parse_json(read_file(file), where);
+  const Json record = parse_json(read_file(file, max_bytes::engine_case_record), where);
   if (json_string(record, "format", where) != "cutcheck-engine-reproducer-1")
     throw FormatError(fmt::format("{}: format is not cutcheck-engine-reproducer-1 (a conform-engine reproducer)", where));
   const EngineCase c = EngineCase::from_json(json_field(record, "case", where), where + ": case");

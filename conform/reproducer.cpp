@@ -73,13 +73,13 @@ void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path&
 
 CaseResult replay(Backend& backend, const fs::path& reproducer, const ConformOptions& options) {
   fs::path file = reproducer / "case.json";
-  Case c = Case::from_json(parse_json(read_file(file), file.string()), file.string());
+  Case c = Case::from_json(parse_json(read_file(file, max_bytes::case_record), file.string()), file.string());
   ConformOptions o = options;
   o.weights.clear();  // seeded, unless the reproducer says which weights it ran on
   const fs::path record_file = reproducer / "weights.json";
   if (fs::exists(record_file)) {
     const std::string where = record_file.string();
-    const Json record = parse_json(read_file(record_file), where);
+    const Json record = parse_json(read_file(record_file, max_bytes::case_record), where);
     const fs::path dir = json_bool(record, "copied", where) ? fs::absolute(reproducer / "weights")
                                                             : fs::path(json_string(record, "path", where));
     const std::string want = json_string(record, "sha256", where), got = sha256_file(weights_file(dir));

@@ -29,9 +29,12 @@ struct Descriptor {
 };
 
 // Opens a file to read only if it is a regular file. O_NONBLOCK makes opening a FIFO
-// return at once (instead of waiting for a writer forever), and fstat then refuses it.
-int open_regular(const fs::path& path, struct stat& info) {
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+// return at once (instead of waiting for a writer forever), and fstat then refuses it;
+// O_NOFOLLOW refuses a symbolic link without opening what it points to.
+int open_regular(const fs::path& path, struct stat& info, Links links) {
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (links == Links::refuse ? O_NOFOLLOW : 0))};
+  if (file.fd < 0 && errno == ELOOP && links == Links::refuse)
+    throw IoError(fmt::format("'{}' is a symbolic link, not the file itself; it is not followed", path.string()));
   if (file.fd < 0) fail_io("open", path);
   if (::fstat(file.fd, &info) != 0) fail_io("stat", path);
   if (!S_ISREG(info.st_mode))
@@ -43,12 +46,12 @@ int open_regular(const fs::path& path, struct stat& info) {
 
 }  // namespace
 
-std::string read_file(const fs::path& path, uint64_t max_bytes) {
+std::string read_file(const fs::path& path, uint64_t limit, Links links) {
   struct stat info {};
-  Descriptor file{open_regular(path, info)};
-  if (uint64_t(info.st_size) > max_bytes)
+  Descriptor file{open_regular(path, info, links)};
+  if (uint64_t(info.st_size) > limit)
     throw FormatError(fmt::format("'{}' is {} bytes, more than the {} bytes allowed for it", path.string(),
-                                  info.st_size, max_bytes));
+                                  info.st_size, limit));
   std::string text(size_t(info.st_size), '\0');
   size_t done = 0;
   while (done < text.size()) {
@@ -181,9 +184,9 @@ void publish_folder(const fs::path& dir, const std::function<void(const fs::path
   }
 }
 
-std::shared_ptr<const MappedFile> MappedFile::open(const fs::path& path) {
+std::shared_ptr<const MappedFile> MappedFile::open(const fs::path& path, Links links) {
   struct stat info {};
-  Descriptor file{open_regular(path, info)};
+  Descriptor file{open_regular(path, info, links)};
   auto mapped = std::shared_ptr<MappedFile>(new MappedFile());
   mapped->size_ = size_t(info.st_size);
   if (mapped->size_ == 0) return mapped;

@@ -13,8 +13,26 @@ namespace cutcheck {
 
 namespace fs = std::filesystem;
 
-// Reads a whole file; refuses files larger than `max_bytes` before reading.
-std::string read_file(const fs::path& path, uint64_t max_bytes = uint64_t{1} << 30);
+// Whether the last component of a path to read may be a symbolic link. A file another
+// program wrote for cutcheck (a backend's outputs, an engine's results) must be that file:
+// through a link, cutcheck would read, and judge, a file of the link's choosing.
+enum class Links { follow, refuse };
+
+// The largest file of each kind that cutcheck reads: generous for what it writes itself,
+// and what a wrong or hostile file may cost at most (a JSON file takes about 8 times its
+// size once parsed). One place, so that each limit is stated once.
+namespace max_bytes {
+inline constexpr uint64_t spec = uint64_t{1} << 20;            // spec.json, a checkpoint's config.json
+inline constexpr uint64_t manifest = uint64_t{64} << 20;       // manifest.json, a checkpoint's index
+inline constexpr uint64_t program_text = uint64_t{256} << 20;  // program.txt
+inline constexpr uint64_t case_record = uint64_t{16} << 20;    // a reproducer's case.json (rows <= 4096)
+inline constexpr uint64_t engine_case_record = uint64_t{1} << 30;  // up to 64 prompts of up to 2^20 tokens
+inline constexpr uint64_t shard_report = uint64_t{128} << 20;      // a conform --json report: ~50,000 cases
+}  // namespace max_bytes
+
+// Reads a whole regular file; refuses one larger than `limit` before reading (each kind
+// of input has its limit, above), and with Links::refuse a symbolic link, unopened.
+std::string read_file(const fs::path& path, uint64_t limit, Links links = Links::follow);
 
 // Writes through a temporary file beside `path` and renames it into place, so a
 // reader never sees a half-written file. Creates missing parent folders.
@@ -36,7 +54,7 @@ void publish_folder(const fs::path& dir, const std::function<void(const fs::path
 // A read-only memory mapping of a whole file.
 class MappedFile {
  public:
-  static std::shared_ptr<const MappedFile> open(const fs::path& path);
+  static std::shared_ptr<const MappedFile> open(const fs::path& path, Links links = Links::follow);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

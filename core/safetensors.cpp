@@ -157,8 +157,8 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
   return out;
 }
 
-SafetensorsContents read_safetensors(const fs::path& path) {
-  auto mapped = MappedFile::open(path);
+SafetensorsContents read_safetensors(const fs::path& path, Links links) {
+  auto mapped = MappedFile::open(path, links);
   std::span<const std::byte> bytes = mapped->bytes();
   return parse_safetensors(bytes, path.string(), std::move(mapped));
 }

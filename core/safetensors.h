@@ -40,7 +40,7 @@ struct SafetensorsIndex {
 SafetensorsIndex index_safetensors(std::span<const std::byte> bytes, const std::string& source);
 
 // Maps the file and returns views into it (no copy, unless a tensor is misaligned).
-SafetensorsContents read_safetensors(const fs::path& path);
+SafetensorsContents read_safetensors(const fs::path& path, Links links = Links::follow);
 
 // Parses bytes already in memory; the tensors view `bytes`, kept alive by `keepalive`.
 SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const std::string& source,

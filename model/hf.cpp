@@ -191,7 +191,7 @@ CheckpointTensor stored_in(const fs::path& file, const StoredTensor& stored, std
 // Every tensor of a sharded checkpoint, each found in the shard the index names for it.
 CheckpointTensors read_shards(const fs::path& dir, const fs::path& index_path) {
   const std::string source = index_path.string();
-  Json index = parse_json(read_file(index_path, uint64_t{64} << 20), source);
+  Json index = parse_json(read_file(index_path, max_bytes::manifest), source);
   const Json& map = json_field(index, "weight_map", source);
   if (!map.is_object()) throw FormatError(fmt::format("{}: 'weight_map' must map tensor names to files", source));
   std::map<std::string, std::string> shard_of;
@@ -296,7 +296,7 @@ ImportedModel read_hf(const Json& config, const std::string& config_source, Chec
 
 ImportedModel read_hf(const fs::path& dir, bool widen) {
   const fs::path config_path = dir / "config.json";
-  const Json config = parse_json(read_file(config_path, uint64_t{1} << 20), config_path.string());
+  const Json config = parse_json(read_file(config_path, max_bytes::spec), config_path.string());
   hf_spec(config, config_path.string());  // a refused config before any tensor is read
   const fs::path index_path = dir / "model.safetensors.index.json", single = dir / "model.safetensors";
   std::error_code ec;

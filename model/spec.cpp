@@ -10,6 +10,16 @@
 #include "model/footprint.h"
 
 namespace cutcheck {
+namespace {
+
+// The one rule for a sliding window, however its value came: 1 to 2^31 - 1 positions. A spec
+// without one leaves the field out (0 in ModelSpec, never written as such).
+SpecError window_outside_range(const ModelSpec& spec) {
+  return SpecError(fmt::format("spec '{}': sliding_window must be in [1, 2^31 - 1] (leave it out for none), got {}",
+                               spec.name, spec.sliding_window));
+}
+
+}  // namespace
 
 std::string rope_style_name(RopeStyle style) { return style == RopeStyle::interleaved ? "interleaved" : "half"; }
 
@@ -81,9 +91,7 @@ void ModelSpec::validate() const {
     throw SpecError(fmt::format("spec '{}': rope_scaling has parameters but no type", name));
   if (rs.type == RopeScalingType::linear && !(rs == RopeScaling{RopeScalingType::linear, rs.factor}))
     throw SpecError(fmt::format("spec '{}': rope_scaling of type linear takes only a factor", name));
-  if (sliding_window < 0 || sliding_window > INT32_MAX)
-    throw SpecError(fmt::format("spec '{}': sliding_window must be in [1, 2^31 - 1] (0 for none), got {}", name,
-                                sliding_window));
+  if (sliding_window < 0 || sliding_window > INT32_MAX) throw window_outside_range(*this);
 }
 
 std::string ModelSpec::summary() const {
@@ -205,13 +213,10 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
     spec.rope_scaling = read_rope_scaling(json["rope_scaling"], source);
   if (json.contains("attention_bias")) spec.attention_bias = json_bool(json, "attention_bias", source);
   if (json.contains("qk_norm")) spec.qk_norm = json_bool(json, "qk_norm", source);
-  if (json.contains("sliding_window") && !json["sliding_window"].is_null()) {
-    spec.sliding_window = json_int(json, "sliding_window", source);
-    if (spec.sliding_window <= 0)
-      throw SpecError(fmt::format("{}: field 'sliding_window' must be positive (leave it out for none), got {}", source,
-                                  spec.sliding_window));
-  }
+  const bool window = json.contains("sliding_window") && !json["sliding_window"].is_null();
+  if (window) spec.sliding_window = json_int(json, "sliding_window", source);
   try {
+    if (window && spec.sliding_window == 0) throw window_outside_range(spec);  // none is the field left out
     spec.validate();
   } catch (const SpecError& e) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));
@@ -292,7 +297,7 @@ ModelSpec load_spec(const std::string& name_or_path) {
   if (!fs::exists(name_or_path))
     throw SpecError(fmt::format("'{}' is neither a built-in spec ({}) nor a spec file", name_or_path,
                                 fmt::join(builtin_spec_names(), ", ")));
-  return ModelSpec::from_json(parse_json(read_file(name_or_path, 1 << 20), name_or_path), name_or_path);
+  return ModelSpec::from_json(parse_json(read_file(name_or_path, max_bytes::spec), name_or_path), name_or_path);
 }
 
 }  // namespace cutcheck

@@ -12,8 +12,9 @@ namespace cutcheck {
 namespace {
 
 void add_folder(const fs::path& folder, std::string& summary) {
-  for (const char* name : {"program.txt", "manifest.json"}) {
-    const std::string text = read_file(folder / name);
+  for (const auto& [name, limit] :
+       {std::pair{"program.txt", max_bytes::program_text}, std::pair{"manifest.json", max_bytes::manifest}}) {
+    const std::string text = read_file(folder / name, limit);
     summary += fmt::format("{} {}\n", name, text.size()) + text;
   }
   const Manifest manifest = Manifest::read(folder / "manifest.json");

@@ -12,7 +12,7 @@ ProgramFolder ProgramFolder::read(const fs::path& dir) {
   fs::path text_path = dir / "program.txt", manifest_path = dir / "manifest.json";
   if (!fs::exists(text_path)) throw IoError(fmt::format("'{}' holds no program.txt", dir.string()));
   ProgramFolder f;
-  f.text = read_file(text_path, 256 << 20);
+  f.text = read_file(text_path, max_bytes::program_text);
   f.program = parse_and_verify(f.text, text_path.string());
   f.manifest = Manifest::read(manifest_path);
   verify_manifest(f.program, f.manifest, manifest_path.string());

@@ -71,10 +71,10 @@ Manifest Manifest::from_json(const Json& json, const std::string& source) {
 }
 
 Manifest Manifest::read(const fs::path& path) {
-  Manifest m = from_json(parse_json(read_file(path, 64 << 20), path.string()), path.string());
+  Manifest m = from_json(parse_json(read_file(path, max_bytes::manifest), path.string()), path.string());
   if (m.about.contains("cut")) {
     const fs::path spec = path.parent_path() / "spec.json";
-    m.about["spec"] = parse_json(read_file(spec, 1 << 20), spec.string());
+    m.about["spec"] = parse_json(read_file(spec, max_bytes::spec), spec.string());
   }
   return m;
 }

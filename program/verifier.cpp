@@ -79,6 +79,8 @@ class Verifier {
         result_type(op.kind, operands, op.attrs, &p_.type(op.result));
       } catch (const VerifyError& e) {
         fail(op.loc, fmt::format("%{} = {}", p_.name(op.result), e.what()));
+      } catch (const LimitError& e) {  // a stated type too large to count
+        throw LimitError(fmt::format("{}: %{} = {}: {}", place(op.loc), p_.name(op.result), op_info(op.kind).name, e.what()));
       }
       if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather) check_groups(op);
       define(op.result, op.loc);
@@ -112,7 +114,11 @@ class Verifier {
     if (!names_.insert(name).second) fail(loc, fmt::format("two values are named %{}", name));
     if (p_.type(v).rank() > max_tensor_rank)
       fail(loc, fmt::format("%{} has rank {}, above the limit of {}", name, p_.type(v).rank(), max_tensor_rank));
-    p_.type(v).elements();  // throws LimitError for shapes too large to count
+    try {
+      p_.type(v).elements();
+    } catch (const LimitError& e) {  // a shape too large to count
+      throw LimitError(fmt::format("{}: %{}: {}", place(loc), name, e.what()));
+    }
     defined_[size_t(v)] = true;
   }
 
@@ -134,9 +140,13 @@ class Verifier {
       fail(op.loc, fmt::format("{}: replica_groups must name each chip 0..{} once", where, p_.replica->count - 1));
   }
 
+  // "p.txt:3:1", or "p.txt" for a statement of no known place.
+  std::string place(Location loc) const {
+    return loc.line > 0 ? fmt::format("{}:{}:{}", source_, loc.line, loc.column) : source_;
+  }
+
   [[noreturn]] void fail(Location loc, const std::string& what) const {
-    if (loc.line > 0) throw VerifyError(fmt::format("{}:{}:{}: {}", source_, loc.line, loc.column, what));
-    throw VerifyError(fmt::format("{}: {}", source_, what));
+    throw VerifyError(fmt::format("{}: {}", place(loc), what));
   }
 
   const Program& p_;

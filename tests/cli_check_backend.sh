@@ -78,9 +78,12 @@ ls keep/determinism/runs/*/run-0.inputs.safetensors > /dev/null || fail "noisy: 
 replay=$(sed -n 's/^re-run: //p' keep/determinism/report.txt | sed "s|^cutcheck |\"$cutcheck\" |")
 eval "$replay" > replay.txt 2>&1
 [ $? = 1 ] && grep -q "1 properties, 1 cases\|determinism .* fails" replay.txt || fail "noisy: the replay: $(cat replay.txt)"
-# A --keep that cannot be written is the user's error (exit 2), not a crash.
-"$cutcheck" check --backend "$misbehaving noisy" --tp 1 --filter determinism --cases 2 --keep /proc/nope > /dev/null 2> err.txt
-[ $? = 2 ] && grep -q "cannot write the reproducer" err.txt || fail "an unwritable --keep: $(cat err.txt)"
+# A --keep that cannot be written is the user's error (exit 2), not a crash, found before
+# the backend runs.
+"$cutcheck" check --backend "touch ran; $misbehaving noisy" --tp 1 --filter determinism --cases 2 --keep /proc/nope \
+  > /dev/null 2> err.txt
+[ $? = 2 ] && grep -q -- "--keep: '/proc/nope': cannot create files in '/proc'" err.txt && [ ! -e ran ] ||
+  fail "an unwritable --keep: $(cat err.txt)"
 nothing_left "noisy"
 
 # Mixed rows: batch invariance fails, shrunk to two rows.

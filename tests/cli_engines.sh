@@ -74,6 +74,7 @@ hostile not-json protocol "malformed JSON"
 hostile short-vocab protocol "results\[0\].logprobs\[0\]: .* numbers, the vocabulary has"
 hostile no-output protocol "without writing its results"
 hostile huge protocol "bytes allowed"
+hostile linked protocol "not a regular file (a symbolic link)"
 hostile crash crash "killed by signal 11"
 hostile hang timeout "timed out"
 
@@ -89,7 +90,8 @@ grep -q "model_formats" err.txt || fail "a bad describe: the missing key is not 
 nothing_left "hostile engines"
 
 # cutcheck's own errors exit 2 and run no engine.
-for args in "--spec no-such-spec" "--weights w" "--precision f64" "--format onnx" "--cases 0"; do
+for args in "--spec no-such-spec" "--weights w" "--precision f64" "--format onnx" "--cases 0" "--keep /proc/1/x" \
+  "--top-k -1" "--timeout nan"; do
   "$cutcheck" conform-engine --engine "touch ran; $test_engine none" $args > out.txt 2> err.txt
   rc=$?
   [ $rc = 2 ] || fail "conform-engine $args: exited $rc, not 2: $(cat err.txt)"

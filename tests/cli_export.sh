@@ -54,9 +54,9 @@ if [ "$(id -u)" -ne 0 ]; then
   [ -z "$(ls -A locked)" ] || fail "a failed export left $(ls -A locked)"
 fi
 touch file
-expect_error 2 "cannot create a file in 'file'" "$cutcheck" export-gguf --weights tiny --out file/x.gguf
+expect_error 2 "/file' is not a folder" "$cutcheck" export-gguf --weights tiny --out file/x.gguf
 mkdir folder
-expect_error 2 "is not a regular file (a folder)" "$cutcheck" export-gguf --weights tiny --out folder
+expect_error 2 "'folder': exists and is not a regular file" "$cutcheck" export-gguf --weights tiny --out folder
 mkdir mine && echo keep >mine/notes.txt
 expect_error 2 "holds 'notes.txt', which export-hf does not write" "$cutcheck" export-hf --weights tiny --out mine
 [ "$(cat mine/notes.txt)" = keep ] && [ "$(ls mine)" = notes.txt ] || fail "a refused export-hf touched mine/"

@@ -14,17 +14,25 @@ valid_reports() {
     report.xml report.json || fail "$1: the reports do not parse"
 }
 
-# --timeout that never or always expires is a usage error, before any backend runs.
-for t in nan -1 0 inf; do
-  "$cutcheck" conform --backend "touch ran; false" --timeout "$t" --cases 1 > out.txt 2> err.txt
+# Usage errors, before any backend runs, naming the option: a --timeout that never or always
+# expires, a negative --shrink-time, a destination that cannot be written (under /proc, a
+# regular file as the keep folder, a report below a file), and below, a default --keep in
+# a working folder that refuses new files.
+echo x > a-file
+for args in "--timeout nan" "--timeout -1" "--timeout 0" "--timeout inf" "--shrink-time -5" "--keep /proc/1/x" \
+  "--keep a-file" "--json a-file/r.json" "--junit /proc/1/r.xml" "--html a-file/r.html"; do
+  "$cutcheck" conform --backend "touch ran; false" --cases 1 $args > out.txt 2> err.txt
   rc=$?
-  [ $rc = 2 ] || fail "--timeout $t exited $rc, not 2"
-  [ ! -e ran ] || fail "--timeout $t ran the backend"
-  grep -q "seconds" err.txt || fail "--timeout $t: no reason given: $(cat err.txt)"
+  [ $rc = 2 ] || fail "conform $args exited $rc, not 2: $(cat err.txt)"
+  [ ! -e ran ] || fail "conform $args ran the backend"
+  grep -q -- "^${args%% *}: " err.txt || fail "conform $args: the option is not named: $(cat err.txt)"
   rm -f ran
 done
-"$cutcheck" conform --backend "true" --shrink-time -5 --cases 1 > out.txt 2> err.txt
-[ $? = 2 ] || fail "--shrink-time -5 is not a usage error"
+(cd /proc/1 && "$cutcheck" conform --backend "touch $work/ran; false" --cases 1) > out.txt 2> err.txt
+rc=$?
+[ $rc = 2 ] && [ ! -e ran ] || fail "conform in a folder that refuses files: exited $rc, ran: $(ls ran 2>&1)"
+grep -q -- "--keep 'conform-failures' (the default)" err.txt || fail "an unwritable default --keep is not named: $(cat err.txt)"
+rm -f a-file
 
 # A normal campaign (the reference) leaves nothing.
 conform --backend "$cutcheck run" --cases 2 || fail "the reference did not pass: $(cat out.txt err.txt)"
@@ -61,6 +69,13 @@ rc=$?
 [ $rc = 1 ] || fail "FIFO OUT exited $rc, not 1"
 grep -q "not a regular file" out.txt || fail "FIFO OUT: no reason: $(cat out.txt)"
 nothing_left "FIFO OUT"
+
+# OUT made a symbolic link to the right outputs: not followed, blamed on the backend.
+conform --backend "$backends/linked_output.sh $cutcheck" --cases 2 --no-shrink
+rc=$?
+[ $rc = 1 ] || fail "a linked OUT exited $rc, not 1: $(cat out.txt err.txt)"
+grep -q "outputs.safetensors' is a symbolic link" out.txt || fail "a linked OUT: no reason: $(cat out.txt)"
+nothing_left "a linked OUT"
 
 # A backend that hangs on every run: stopped after a few cases, with a JUnit report.
 start=$(date +%s)

@@ -44,7 +44,7 @@ check junit merged.xml
 mkdir -p a-folder
 "$cutcheck" conform --backend "$here/backends/segfault.sh" --html a-folder > out.txt 2> err.txt
 rc=$?
-[ $rc = 2 ] && grep -q "html 'a-folder'" err.txt && ! grep -q "cases:" out.txt || fail "--html a-folder: exit $rc: $(cat err.txt)"
+[ $rc = 2 ] && grep -q -- "--html: 'a-folder'" err.txt && ! grep -q "cases:" out.txt || fail "--html a-folder: exit $rc: $(cat err.txt)"
 
 # Reports that are not shards of one campaign, or not reports: exit 2, naming the file.
 head -c 300 shard2.json > truncated.json
@@ -55,6 +55,14 @@ for bad in truncated holed other; do
   rc=$?
   [ $rc = 2 ] && grep -q "$bad.json" err.txt || fail "merging $bad.json: exit $rc: $(cat err.txt)"
 done
+# A shard of 1 GiB (sparse: it takes no disk) is refused by its size before it is read.
+truncate -s 1G huge.json
+/usr/bin/time -f "%M" -o peak.txt "$cutcheck" merge-reports shard1.json huge.json > /dev/null 2> err.txt
+rc=$?
+[ $rc = 2 ] && grep -q "huge.json' is 1073741824 bytes, more than the .* bytes allowed" err.txt ||
+  fail "merging a 1 GiB shard: exit $rc: $(cat err.txt)"
+[ "$(tail -1 peak.txt)" -lt 200000 ] || fail "merging a 1 GiB shard peaked at $(tail -1 peak.txt) KiB"
+rm -f huge.json
 
 # Killed with SIGKILL mid-run: the JSON written so far is a valid, partial report.
 export CUTCHECK=$cutcheck CUTCHECK_TEST_SLEEP=0.2

@@ -46,6 +46,8 @@ namespace {
 std::string temp_prefix() { return fmt::format("cutcheck-test-{}-", ::getpid()); }
 }  // namespace
 
+std::string read_whole(const fs::path& path) { return read_file(path, uint64_t{1} << 40); }
+
 fs::path temp_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / (temp_prefix() + name);
   fs::remove_all(dir);

@@ -25,6 +25,10 @@ std::vector<int32_t> ints_of(const Tensor& t);
 // ../shared beside the clone, or nullopt when it is not there.
 std::optional<fs::path> shared_dir();
 
+// A whole file that a test wrote or holds, of any size it may have (read_file with no
+// kind's limit).
+std::string read_whole(const fs::path& path);
+
 // A fresh empty folder under the build's temporary directory.
 fs::path temp_dir(const std::string& name);
 // Removes every folder temp_dir made in this process (the test binary's main does, when

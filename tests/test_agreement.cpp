@@ -43,7 +43,7 @@ class NoBatch : public Backend {
   std::string name() const override { return "no batch"; }
   bool supports(const Cut&, int64_t) const override { return true; }
   std::unique_ptr<Lowered> lower(const fs::path& folder) override {
-    if (read_file(folder / "manifest.json").find("\"batch") != std::string::npos) throw NotYet("no batches");
+    if (test::read_whole(folder / "manifest.json").find("\"batch") != std::string::npos) throw NotYet("no batches");
     return reference_.lower(folder);
   }
 

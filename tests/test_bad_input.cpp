@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <functional>
 #include <typeindex>
@@ -173,6 +175,18 @@ std::vector<Bad> catalog() {
                },
                is<VerifyError>(), "p.txt:3:1: %y = all_reduce: a collective needs"});
   c.push_back({"statement out of order", [] { program(head + "output y = %x\n"); }, is<ParseError>(), "p.txt:2:12: %x is not defined"});
+  // Shapes whose element count overflows: the file, line and column of the declaration.
+  c.push_back({"input shape that overflows", [] { program(head + "input %x : f32[4294967296,4294967296]\noutput x = %x\n"); },
+               is<LimitError>(), "p.txt:2:1: %x: shape [4294967296,4294967296] has too many elements"});
+  c.push_back({"result shape that overflows", [] {
+                 program(head + "input %x : f32[2]\n%y = broadcast_in_dim %x {broadcast_dimensions = [0]} : "
+                                "f32[2,4294967296,4294967296]\noutput y = %y\n");
+               },
+               is<LimitError>(), "p.txt:3:1: %y: shape [2,4294967296,4294967296] has too many elements"});
+  c.push_back({"reshape to a shape that overflows", [] {
+                 program(head + "input %x : f32[2]\n%y = reshape %x : f32[4294967296,4294967296]\noutput y = %y\n");
+               },
+               is<LimitError>(), "p.txt:3:1: %y = reshape: shape [4294967296,4294967296] has too many elements"});
 
   // Manifests: FormatError, VerifyError or IoError naming the field or the weight.
   c.push_back({"manifest without weights", [] {
@@ -314,8 +328,12 @@ std::vector<Bad> catalog() {
                  spec(R"({"rope_scaling": {"type": "linear", "factor": 2, "low_freq_factor": 1}})");
                },
                is<FormatError>(), "spec.json: rope_scaling: unknown field 'low_freq_factor' for type linear"});
-  c.push_back({"zero sliding window", [] { spec(R"({"sliding_window": 0})"); }, is<SpecError>(),
-               "spec.json: field 'sliding_window' must be positive (leave it out for none), got 0"});
+  // One rule and one message for every window outside [1, 2^31 - 1].
+  for (const char* window : {"0", "-3", "1099511627776"})
+    c.push_back({fmt::format("sliding window of {}", window), [window] { spec(fmt::format(R"({{"sliding_window": {}}})", window)); },
+                 is<SpecError>(),
+                 fmt::format("spec.json: spec 'tiny': sliding_window must be in [1, 2^31 - 1] (leave it out for none), got {}",
+                             window)});
   c.push_back({"sliding window as text", [] { spec(R"({"sliding_window": "4096"})"); }, is<FormatError>(),
                "spec.json: field 'sliding_window' must be an integer"});
   c.push_back({"qk_norm as a number", [] { spec(R"({"qk_norm": 1})"); }, is<FormatError>(), "spec.json: field 'qk_norm'"});
@@ -662,7 +680,7 @@ TEST(Files, WritesAreAtomic) {
   fs::path file = dir / "out.safetensors";
   write_file_atomic(file, std::string("first"));
   write_file_atomic(file, std::string("second"));
-  EXPECT_EQ(read_file(file), "second");
+  EXPECT_EQ(test::read_whole(file), "second");
   size_t entries = 0;
   for (const auto& e : fs::directory_iterator(dir)) entries += e.path() != file;
   EXPECT_EQ(entries, 0u) << "a temporary file was left behind";
@@ -670,7 +688,7 @@ TEST(Files, WritesAreAtomic) {
   fs::create_directories(dir / "blocked");
   EXPECT_THROW(write_file_atomic(dir / "blocked", std::string("x")), IoError);
   EXPECT_TRUE(fs::is_directory(dir / "blocked"));
-  EXPECT_EQ(read_file(file), "second");
+  EXPECT_EQ(test::read_whole(file), "second");
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ using ::testing::HasSubstr;
 
 std::vector<int32_t> fixture_tokens(const fs::path& shared) {
   const fs::path path = shared / "fixtures" / "stories260K-greedy.json";
-  return parse_json(read_file(path), path.string()).at("tokens").get<std::vector<int32_t>>();
+  return parse_json(test::read_whole(path), path.string()).at("tokens").get<std::vector<int32_t>>();
 }
 
 std::vector<int32_t> greedy_tokens(const ImportedModel& m) {
@@ -482,7 +482,7 @@ TEST(ImportHf, ShardsThatDisagreeWithTheIndexAreRefused) {
   const ModelSpec spec = builtin_spec("tiny");
   const fs::path dir = test::temp_dir("hf-wrong-shard");
   HfFolder::of(spec, synthetic_weights(spec, 1), Stored::f32).write(dir, 2);
-  Json index = parse_json(read_file(dir / "model.safetensors.index.json"), "index");
+  Json index = parse_json(test::read_whole(dir / "model.safetensors.index.json"), "index");
   index["weight_map"]["model.norm.weight"] = index["weight_map"]["model.norm.weight"] == "model-00001-of-00002.safetensors"
                                                  ? "model-00002-of-00002.safetensors"
                                                  : "model-00001-of-00002.safetensors";
@@ -506,9 +506,9 @@ TEST(ImportHf, NeverWritesIntoTheCheckpointsFolder) {
   const ModelSpec spec = builtin_spec("tiny");
   const fs::path dir = test::temp_dir("hf-in-place");
   HfFolder::of(spec, synthetic_weights(spec, 1), Stored::bf16).write(dir);
-  const std::string before = read_file(dir / "model.safetensors");
+  const std::string before = test::read_whole(dir / "model.safetensors");
   EXPECT_THROW(import_hf(dir, dir / "." ), IoError);
-  EXPECT_EQ(read_file(dir / "model.safetensors"), before);
+  EXPECT_EQ(test::read_whole(dir / "model.safetensors"), before);
   import_hf(dir, dir / "imported");
   EXPECT_EQ(read_weights(dir / "imported", read_hf(dir).spec).size(), weight_layout(spec).size());
 }
@@ -573,7 +573,7 @@ TEST(ImportHf, TruncatedSafetensorsIsRefused) {
   const ModelSpec spec = builtin_spec("tiny");
   const fs::path dir = test::temp_dir("hf-truncated");
   HfFolder::of(spec, synthetic_weights(spec, 1), Stored::bf16).write(dir);
-  const std::string bytes = read_file(dir / "model.safetensors");
+  const std::string bytes = test::read_whole(dir / "model.safetensors");
   write_file_atomic(dir / "model.safetensors", bytes.substr(0, bytes.size() - 2));
   try {
     read_hf(dir);

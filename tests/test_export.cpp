@@ -232,7 +232,7 @@ TEST(Export, HfRefusesToReplaceAForeignFolder) {
   const fs::path dir = test::temp_dir("export-foreign");
   write_file_atomic(dir / "hf" / "notes.txt", "mine");
   EXPECT_THROW(write_hf(dir / "hf", spec, synthetic_weights(spec, 1), DType::f32), IoError);
-  EXPECT_EQ(read_file(dir / "hf" / "notes.txt"), "mine");
+  EXPECT_EQ(test::read_whole(dir / "hf" / "notes.txt"), "mine");
   // An earlier export is replaced as a whole.
   write_hf(dir / "ok", spec, synthetic_weights(spec, 1), DType::f32);
   write_hf(dir / "ok", spec, synthetic_weights(spec, 2), DType::bf16);

@@ -72,7 +72,7 @@ TEST(HalfFloats, SafetensorsCarriesBf16AndF16) {
   t.emplace("h", h);
   const fs::path file = test::temp_dir("half-st") / "t.safetensors";
   write_safetensors(file, t);
-  const std::string text = read_file(file);
+  const std::string text = test::read_whole(file);
   EXPECT_THAT(text, HasSubstr("\"dtype\":\"BF16\""));
   EXPECT_THAT(text, HasSubstr("\"dtype\":\"F16\""));
   TensorMap back = read_safetensors(file).tensors;
@@ -212,7 +212,7 @@ TEST(HalfWeights, SeededWeightsStreamToTheSameBytes) {
     const fs::path streamed = test::temp_dir("half-streamed"), whole = test::temp_dir("half-whole");
     write_synthetic_weights(streamed, spec, 12);
     write_weights(whole, synthetic_weights(spec, 12), spec);
-    EXPECT_EQ(read_file(weights_file(streamed)), read_file(weights_file(whole))) << dtype_name(dtype);
+    EXPECT_EQ(test::read_whole(weights_file(streamed)), test::read_whole(weights_file(whole))) << dtype_name(dtype);
     const TensorMap back = read_weights(streamed, spec);
     EXPECT_EQ(back.at(weight::embedding()).dtype(), dtype);
   }

@@ -173,7 +173,7 @@ TEST(Mlir, AServerKeepsCompiledProgramsBetweenRequests) {
   ASSERT_TRUE(r.ok()) << r.describe() << r.stderr_tail;
   EXPECT_EQ(r.stdout_tail, answer_line({1, ServeStatus::ok, ""}) + answer_line({2, ServeStatus::ok, ""}));
   EXPECT_THAT(r.stderr_tail, ::testing::HasSubstr("kept from an earlier request"));
-  EXPECT_EQ(read_file(dir / "out1.safetensors"), read_file(dir / "out2.safetensors"));
+  EXPECT_EQ(test::read_whole(dir / "out1.safetensors"), test::read_whole(dir / "out2.safetensors"));
 }
 
 // What a server keys kept programs on: the folder's content, wherever it is; an edit of
@@ -189,7 +189,7 @@ TEST(ProgramFingerprint, FollowsTheContentNotThePath) {
   EXPECT_EQ(program_fingerprint(dir / "b"), a);
   write_cut_folder(Cut{CutKind::decode, 1, 3, 9}, spec, 1, dir / "w", dir / "b", false);
   EXPECT_NE(program_fingerprint(dir / "b"), a);
-  write_file_atomic(dir / "a" / "program.txt", read_file(dir / "a" / "program.txt") + "\n");
+  write_file_atomic(dir / "a" / "program.txt", test::read_whole(dir / "a" / "program.txt") + "\n");
   const std::string edited = program_fingerprint(dir / "a");
   EXPECT_NE(edited, a);
   const fs::path weights = dir / "w" / "model.safetensors";
@@ -213,7 +213,7 @@ TEST(Mlir, CollectivesHaveNoExportAndSaySo) {
 TEST(Mlir, StoriesGeneratesLlama2cTokensThroughMlir) {
   REQUIRE_TOOLCHAIN();
   SKIP_WITHOUT_SHARED(shared);
-  Json fixture = parse_json(read_file(shared / "fixtures" / "stories260K-greedy.json"), "fixture");
+  Json fixture = parse_json(test::read_whole(shared / "fixtures" / "stories260K-greedy.json"), "fixture");
   fs::path dir = test::temp_dir("mlir-stories");
   Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
   write_weights(dir / "weights", m.weights, m.spec);

@@ -144,7 +144,7 @@ TEST(Ort, RopeOffByOneThroughTheExportIsCaughtShrunkAndBisected) {
 TEST(Ort, StoriesGeneratesLlama2cTokensThroughOrt) {
   REQUIRE_ORT();
   SKIP_WITHOUT_SHARED(shared);
-  Json fixture = parse_json(read_file(shared / "fixtures" / "stories260K-greedy.json"), "fixture");
+  Json fixture = parse_json(test::read_whole(shared / "fixtures" / "stories260K-greedy.json"), "fixture");
   fs::path dir = test::temp_dir("ort-stories");
   Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
   write_weights(dir / "weights", m.weights, m.spec);

@@ -24,7 +24,7 @@ struct Fixture {
 
 Fixture read_fixture(const fs::path& shared) {
   fs::path path = shared / "fixtures" / "stories260K-greedy.json";
-  Json j = parse_json(read_file(path), path.string());
+  Json j = parse_json(test::read_whole(path), path.string());
   Fixture f;
   f.tokens = j.at("tokens").get<std::vector<int32_t>>();
   for (auto& [pos, values] : j.at("logits").items()) f.logits[std::stoi(pos)] = values.get<std::vector<float>>();
@@ -43,7 +43,7 @@ TEST(RealModel, ImportsTheStoriesHeader) {
 
 TEST(RealModel, RefusesTruncatedAndInconsistentCheckpoints) {
   SKIP_WITHOUT_SHARED(shared);
-  std::string bytes = read_file(shared / "models" / "stories260K.bin");
+  std::string bytes = test::read_whole(shared / "models" / "stories260K.bin");
   auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
   try {
     read_llama2c(span.first(span.size() - 4), "cut.bin");

@@ -38,16 +38,18 @@ void add_author(CLI::App& app) {
   struct Args {
     std::string spec, cut, dir, out;
     int64_t tp = 1;
+    Destinations destinations;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("author", "write the program and weight manifest of a cut");
   cmd->add_option("--spec", args->spec, "a built-in spec (tiny, stories260K, ...) or a spec JSON file")->required();
   cmd->add_option("--cut", args->cut, "the cut, e.g. decode{ctx=16} or batch_layer{layer=0,rows=4,ctx=32}")->required();
   cmd->add_option("--dir", args->dir, "the weights folder the manifest names")->required();
-  cmd->add_option("--out", args->out, "the folder to write program.txt and manifest.json to")->required();
-  cmd->add_option("--tp", args->tp, "split over this many chips: writes OUT/chip0, OUT/chip1, ...")
-      ->capture_default_str()
-      ->check(tp_width);
+  args->destinations.add(cmd, "--out", args->out, "the folder to write program.txt and manifest.json to",
+                         Destinations::Kind::folder)
+      ->required();
+  add_number(cmd, "--tp", args->tp, "split over this many chips: writes OUT/chip0, OUT/chip1, ...", tp_widths)
+      ->capture_default_str();
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     Cut cut = Cut::parse(args->cut, "--cut");

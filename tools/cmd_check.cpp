@@ -45,6 +45,7 @@ struct Args {
   double timeout = 60;
   int jobs = 1;
   bool serve = false;
+  Destinations destinations;
 };
 
 // Runs one property on the subject `make` builds (once per process that checks).
@@ -188,10 +189,9 @@ void keep_reproducer(const fs::path& folder, const Property& p, const CheckResul
 }
 
 void run_checks(const Args& a) {
-  if (a.cases < 1) throw Error("--cases must be at least 1");
-  check_report_path("--json", a.json);
-  check_report_path("--junit", a.junit);
   const bool on_backend = !a.backend.empty();
+  // The defaults: only --keep has one, and only a backend's failures are kept there.
+  if (on_backend) a.destinations.check();
   std::vector<const Property*> chosen;
   for (const Property& p : catalog())
     if (selected(p.name, a.filter) && (!on_backend || p.backend)) chosen.push_back(&p);
@@ -326,13 +326,16 @@ void add_check(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "check", "run the property catalog on the reference interpreter, or with --backend the properties a backend must hold");
-  cmd->add_option("--cases", args->cases, "cases per property")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "RapidCheck's seed (the same seed checks the same cases)")->capture_default_str()->check(seed_number);
+  add_number(cmd, "--cases", args->cases, "cases per property", case_counts)->capture_default_str();
+  add_number(cmd, "--seed", args->seed, "RapidCheck's seed (the same seed checks the same cases)", seeds)
+      ->capture_default_str();
   cmd->add_option("--filter", args->filter, "properties to run: names, prefixes or globs, comma-separated");
   cmd->add_option("--reproduce", args->reproduce, "replay a failure: the reproduce string a failed check printed");
   cmd->add_flag("--no-shrink", args->no_shrink, "report the first failing case without shrinking it");
-  cmd->add_option("--junit", args->junit, "write a JUnit XML report here (a testcase per property)");
-  cmd->add_option("--json", args->json, "write a JSON report here, rewritten after each property");
+  args->destinations.add(cmd, "--junit", args->junit, "write a JUnit XML report here (a testcase per property)",
+                         Destinations::Kind::file);
+  args->destinations.add(cmd, "--json", args->json, "write a JSON report here, rewritten after each property",
+                         Destinations::Kind::file);
   cmd->add_option("--backend", args->backend,
                   "check a backend's own invariances instead (composition, batch invariance, chunking, forward, "
                   "don't-care rows, determinism, tp): the command up to its run verb, as for conform");
@@ -340,18 +343,23 @@ void add_check(CLI::App& app) {
   cmd->add_option("--spec", args->spec, "with --backend: a spec name or file, or 'random' for small random specs")
       ->capture_default_str();
   cmd->add_option("--weights", args->weights, "with --backend and --spec: a weights folder instead of seeded weights");
-  cmd->add_option("--tp", args->tp, "with --backend: the widths tp.split_equals_unsplit splits over (1 alone: none)")
-      ->capture_default_str()->check(tp_width);
+  add_number(cmd, "--tp", args->tp, "with --backend: the widths tp.split_equals_unsplit splits over (1 alone: none)",
+             tp_widths)
+      ->capture_default_str();
   cmd->add_option("--precision", args->precision,
                   "with --backend: what it computes in (f32, bf16, f16); runs that differ agree within the sum of "
                   "their error bounds in it")
       ->capture_default_str();
-  cmd->add_option("--timeout", args->timeout, "with --backend: seconds it may take per run")
-      ->capture_default_str()->check(positive_seconds);
-  cmd->add_option("--jobs", args->jobs, "properties checked at once, each in a process of its own (0: one per core); "
-                                        "the report is the same for any number")
-      ->capture_default_str()->check(CLI::Range(0, 1024));
-  cmd->add_option("--keep", args->keep, "with --backend: folder for the reproducers of failures")->capture_default_str();
+  add_number(cmd, "--timeout", args->timeout, "with --backend: seconds it may take per run", seconds)
+      ->capture_default_str();
+  add_number(cmd, "--jobs", args->jobs,
+             "properties checked at once, each in a process of its own (0: one per core); the report is the same for "
+             "any number",
+             jobs)
+      ->capture_default_str();
+  args->destinations.add(cmd, "--keep", args->keep, "with --backend: folder for the reproducers of failures",
+                         Destinations::Kind::folder)
+      ->capture_default_str();
   cmd->callback([args] { run_checks(*args); });
 }
 

@@ -49,6 +49,7 @@ void add_conform(CLI::App& app) {
     std::vector<std::string> ops_filter;
     std::vector<std::string> fix;
     ShapeSpace shapes = ShapeSpace::campaign();
+    Destinations destinations;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("conform", "check a backend against the reference on generated cases");
@@ -59,26 +60,26 @@ void add_conform(CLI::App& app) {
                 "start the backend once as `BACKEND --serve` and send it one request per run (the persistent protocol, "
                 "docs/conformance.md); with --jobs N, N servers");
   cmd->add_option("--cuts", a->cuts, "cut kinds to generate: globs, comma-separated (decode,batch_*)")->capture_default_str();
-  cmd->add_option("--tp", a->tp, "tp widths to generate (cuts that split: decode, batch, decode_layer, batch_layer)")
-      ->capture_default_str()->check(tp_width);
-  cmd->add_option("--cases", a->cases, "cases to generate")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
+  add_number(cmd, "--tp", a->tp, "tp widths to generate (cuts that split: decode, batch, decode_layer, batch_layer)",
+             tp_widths)
+      ->capture_default_str();
+  add_number(cmd, "--cases", a->cases, "cases to generate", case_counts)->capture_default_str();
+  add_number(cmd, "--seed", a->seed, "the seed: the same seed generates the same cases", seeds)->capture_default_str();
   cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for random specs (from tiny to wide, docs/conformance.md)")->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
   cmd->add_option("--fix", a->fix,
                   "with --spec random: hold a spec field at a value (FIELD=VALUE, or head_dim=dim/heads); repeatable");
-  cmd->add_option("--ctx-max", a->shapes.ctx_max, "largest ctx a case may have")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--rows-max", a->shapes.rows_max, "largest rows a batch or prefill case may have")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
-  cmd->add_option("--large-share", a->shapes.large_share,
-                  "the chance that an extent (ctx, rows, a random spec's widths) is drawn large")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--timeout", a->timeout, "seconds the backend may take per run")
-      ->capture_default_str()->check(positive_seconds);
-  cmd->add_option("--shrink-time", a->shrink_time,
-                  "seconds allowed for shrinking and bisecting each failure (default: 10 x the failing case's time, "
-                  "at least 10)")
-      ->check(positive_seconds);
+  add_number(cmd, "--ctx-max", a->shapes.ctx_max, "largest ctx a case may have", {1, 1 << 20})->capture_default_str();
+  add_number(cmd, "--rows-max", a->shapes.rows_max, "largest rows a batch or prefill case may have", {1, 4096})
+      ->capture_default_str();
+  add_number(cmd, "--large-share", a->shapes.large_share,
+             "the chance that an extent (ctx, rows, a random spec's widths) is drawn large", {0, 1})
+      ->capture_default_str();
+  add_number(cmd, "--timeout", a->timeout, "seconds the backend may take per run", seconds)->capture_default_str();
+  add_number(cmd, "--shrink-time", a->shrink_time,
+             "seconds allowed for shrinking and bisecting each failure (default: 10 x the failing case's time, "
+             "at least 10)",
+             seconds);
   cmd->add_option("--precision", a->precision,
                   "what the backend computes in: f32, bf16 or f16 (values stored in it, sums in f32 or better)")
       ->capture_default_str();
@@ -86,25 +87,28 @@ void add_conform(CLI::App& app) {
                   "bound (each element within the error bound of --precision; docs/numerics.md), or the fixed presets "
                   "fixed-f32 (atol = rtol = 1e-4, nmse 1e-8) and fixed-bf16 (atol = rtol = 0.25, nmse 0.01, no large keys)")
       ->capture_default_str();
-  cmd->add_option("--atol", a->atol, "with a fixed tolerance: the absolute tolerance");
-  cmd->add_option("--rtol", a->rtol, "with a fixed tolerance: the relative tolerance");
-  cmd->add_option("--nmse", a->nmse, "with a fixed tolerance: the largest NMSE of an output");
-  cmd->add_option("--jobs", a->jobs, "backend runs at once (0: one per core); the report is the same for any number")
-      ->capture_default_str()->check(CLI::Range(0, 1024));
+  add_number(cmd, "--atol", a->atol, "with a fixed tolerance: the absolute tolerance", tolerances);
+  add_number(cmd, "--rtol", a->rtol, "with a fixed tolerance: the relative tolerance", tolerances);
+  add_number(cmd, "--nmse", a->nmse, "with a fixed tolerance: the largest NMSE of an output", tolerances);
+  add_number(cmd, "--jobs", a->jobs, "backend runs at once (0: one per core); the report is the same for any number", jobs)
+      ->capture_default_str();
   cmd->add_option("--shard", a->shard,
                   "run the I-th of N slices of the cases (1/4 ... 4/4), for a CI matrix; merge-reports joins them")
       ->capture_default_str();
-  cmd->add_option("--junit", a->junit, "write a JUnit XML report here");
-  cmd->add_option("--json", a->json, "write a JSON report here, kept up to date as cases finish");
-  cmd->add_option("--html", a->html, "write a self-contained HTML report here");
-  cmd->add_option("--keep", a->keep, "folder for the reproducers of failures")->capture_default_str();
+  a->destinations.add(cmd, "--junit", a->junit, "write a JUnit XML report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--json", a->json, "write a JSON report here, kept up to date as cases finish",
+                      Destinations::Kind::file);
+  a->destinations.add(cmd, "--html", a->html, "write a self-contained HTML report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--keep", a->keep, "folder for the reproducers of failures", Destinations::Kind::folder)
+      ->capture_default_str();
   cmd->add_flag("--no-shrink", a->no_shrink, "report failures as found, unshrunk");
   cmd->add_option("--replay", a->replay, "re-run the case kept in a reproducer folder, and nothing else");
   cmd->add_flag("--ops", a->ops,
                 "instead of cuts, one-op programs over every op, dtype and edge shape (docs/conformance.md, Per-op suite)");
   cmd->add_option("--ops-filter", a->ops_filter, "with --ops: only the cases whose name matches a glob ('max*'); repeatable");
   cmd->callback([a] {
-    if (a->cases < 1) throw Error("--cases must be at least 1");
+    // The defaults: only --keep has one, written by a campaign (not --ops or --replay).
+    if (!a->ops && a->replay.empty()) a->destinations.check();
     ConformOptions o;
     o.kinds = kinds_matching(a->cuts);
     o.tp = a->tp;
@@ -133,9 +137,6 @@ void add_conform(CLI::App& app) {
                           : fmt::format("cutcheck conform --backend '{}'{} --tolerance {} --atol {} --rtol {} --nmse {}",
                                         a->backend, serve, a->tolerance, o.tolerance.atol, o.tolerance.rtol,
                                         o.tolerance.nmse);
-    check_report_path("--json", a->json);
-    check_report_path("--junit", a->junit);
-    check_report_path("--html", a->html);
     o.jobs = a->jobs > 0 ? a->jobs : int(std::max(1u, std::thread::hardware_concurrency()));
     o.shard = Shard::parse(a->shard);
     InterruptScope interrupts;  // SIGINT, SIGTERM: stop the backend, report what finished, exit 128 + signal

@@ -43,11 +43,13 @@ void add_conform_engine(CLI::App& app) {
   struct Args {
     std::string engine, spec = "random", weights, junit, json, html, keep = "engine-failures", replay, precision, format;
     int cases = 20, jobs = 1, requests = 3, steps = 4;
-    int64_t ctx_max = 256, top_k = 0;
+    int64_t ctx_max = 256;
+    std::optional<int64_t> top_k;
     uint64_t seed = 1;
     double timeout = 120;
     std::optional<double> shrink_time;
     bool no_shrink = false, positions = false;
+    Destinations destinations;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("conform-engine",
@@ -55,36 +57,39 @@ void add_conform_engine(CLI::App& app) {
                                  "(docs/engines.md)");
   cmd->add_option("--engine", a->engine, "the engine command; cutcheck appends 'describe' or 'run ...' (docs/engines.md)")
       ->required();
-  cmd->add_option("--cases", a->cases, "cases (models) to generate")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
+  add_number(cmd, "--cases", a->cases, "cases (models) to generate", {1, 1 << 20})->capture_default_str();
+  add_number(cmd, "--seed", a->seed, "the seed: the same seed generates the same cases", seeds)->capture_default_str();
   cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for random specs within what the engine declares")
       ->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
   cmd->add_option("--precision", a->precision, "the precision the engine is held to (default: the first it declares)");
   cmd->add_option("--format", a->format, "the model format to hand it (default: the first it declares)");
-  cmd->add_option("--top-k", a->top_k, "with an engine that returns top-k log-probabilities: k (default: its max_top_k)");
-  cmd->add_option("--ctx-max", a->ctx_max, "longest prompt + steps (further bounded by the engine's max_context)")
-      ->capture_default_str()->check(CLI::Range(int64_t(2), int64_t(1) << 20));
-  cmd->add_option("--requests", a->requests, "requests (prompts) per case, at most")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--steps", a->steps, "greedy steps per request, at most")->capture_default_str()->check(CLI::Range(0, 1024));
-  cmd->add_option("--timeout", a->timeout, "seconds the engine may take per run (model load included)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--shrink-time", a->shrink_time, "seconds allowed for shrinking a failure (default: max(30, 20 x the case's time))")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--jobs", a->jobs, "cases at once (0: one per core); the report is the same for any number")
-      ->capture_default_str()->check(CLI::Range(0, 256));
-  cmd->add_option("--junit", a->junit, "write a JUnit XML report here");
-  cmd->add_option("--json", a->json, "write a JSON report here");
-  cmd->add_option("--html", a->html, "write a self-contained HTML report here");
-  cmd->add_option("--keep", a->keep, "folder for the reproducer of a failure")->capture_default_str();
+  add_number(cmd, "--top-k", a->top_k,
+             "with an engine that returns top-k log-probabilities: k, at most its max_top_k (default: its max_top_k)",
+             {1, INT32_MAX});
+  add_number(cmd, "--ctx-max", a->ctx_max, "longest prompt + steps (further bounded by the engine's max_context)",
+             {2, 1 << 20})
+      ->capture_default_str();
+  add_number(cmd, "--requests", a->requests, "requests (prompts) per case, at most", {1, 64})->capture_default_str();
+  add_number(cmd, "--steps", a->steps, "greedy steps per request, at most", {0, 1024})->capture_default_str();
+  add_number(cmd, "--timeout", a->timeout, "seconds the engine may take per run (model load included)", seconds)
+      ->capture_default_str();
+  add_number(cmd, "--shrink-time", a->shrink_time,
+             "seconds allowed for shrinking a failure (default: max(30, 20 x the case's time))", seconds);
+  add_number(cmd, "--jobs", a->jobs, "cases at once (0: one per core); the report is the same for any number", jobs)
+      ->capture_default_str();
+  a->destinations.add(cmd, "--junit", a->junit, "write a JUnit XML report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--json", a->json, "write a JSON report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--html", a->html, "write a self-contained HTML report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--keep", a->keep, "folder for the reproducer of a failure", Destinations::Kind::folder)
+      ->capture_default_str();
   cmd->add_flag("--no-shrink", a->no_shrink, "report a failure as found, unshrunk");
   cmd->add_flag("--positions", a->positions, "print the per-position figures (worst |d log p| against its bound)");
   cmd->add_option("--replay", a->replay, "re-run the case kept in a reproducer folder, and nothing else");
   cmd->callback([a] {
+    // The defaults: only --keep has one, written by a campaign (not --replay).
+    if (a->replay.empty()) a->destinations.check();
     EngineCommand engine{a->engine, a->timeout};
-    check_report_path("--json", a->json);
-    check_report_path("--junit", a->junit);
-    check_report_path("--html", a->html);
     InterruptScope interrupts;  // SIGINT, SIGTERM: stop the engine, report what finished
     if (!a->replay.empty()) {
       const EngineCaseResult r = replay_engine_case(engine, a->replay);
@@ -116,7 +121,7 @@ void add_conform_engine(CLI::App& app) {
     o.run.format = format.value_or(d.formats.front());
     if (std::find(d.formats.begin(), d.formats.end(), o.run.format) == d.formats.end())
       throw NotYet(fmt::format("the engine does not declare the model format {}", a->format));
-    o.run.top_k = d.max_top_k == 0 ? 0 : a->top_k > 0 ? std::min(a->top_k, d.max_top_k) : d.max_top_k;
+    o.run.top_k = d.max_top_k == 0 ? 0 : std::min(a->top_k.value_or(d.max_top_k), d.max_top_k);
     o.run.weights = a->weights;
     o.space.spec = spec;
     o.space.given_weights = !a->weights.empty();

@@ -5,17 +5,19 @@
 #include "mlir/export.h"
 #include "program/folder.h"
 #include "tools/commands.h"
+#include "tools/destinations.h"
 
 namespace cutcheck::cli {
 
 void add_export_mlir(CLI::App& app) {
   struct Args {
     std::string folder, out, precision = "spec";
+    Destinations destinations;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("export-mlir", "export a program to MLIR (func, linalg on tensors, tensor, arith, math)");
   cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json)")->required();
-  cmd->add_option("--out", args->out, "the .mlir file to write")->required();
+  args->destinations.add(cmd, "--out", args->out, "the .mlir file to write", Destinations::Kind::file)->required();
   cmd->add_option("--precision", args->precision, "spec: sums and functions in f64, as the language says; f32")
       ->capture_default_str();
   cmd->callback([args] {

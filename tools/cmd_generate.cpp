@@ -58,15 +58,18 @@ void add_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "greedy generation through the reference interpreter");
   cmd->add_option("--spec", args->spec, "a built-in spec or a spec JSON file (default: WEIGHTS/spec.json)");
   cmd->add_option("--weights", args->weights, "a weights folder (default: synthetic weights from --seed)");
-  cmd->add_option("--seed", args->seed, "seed of the synthetic weights when --weights is not given")->capture_default_str()->check(seed_number);
+  add_number(cmd, "--seed", args->seed, "seed of the synthetic weights when --weights is not given", seeds)
+      ->capture_default_str();
   cmd->add_option("--prompt", args->prompt, "comma-separated prompt token ids")->capture_default_str();
-  cmd->add_option("--steps", args->steps, "tokens to generate")->capture_default_str();
-  cmd->add_option("--ctx", args->ctx, "cache capacity (default: prompt + steps)");
+  add_number(cmd, "--steps", args->steps, "tokens to generate", {0, INT32_MAX})->capture_default_str();
+  add_number(cmd, "--ctx", args->ctx, "cache capacity (0: prompt + steps)", {0, INT32_MAX})->capture_default_str();
   cmd->add_option("--via", args->via, "cut path: auto (prefill, then decode), decode, prefill, batch or pieces")
       ->capture_default_str();
-  cmd->add_option("--tp", args->tp, "split every step over this many chips (through Decode, or Batch with --via batch)")
-      ->capture_default_str()->check(tp_width);
-  cmd->add_option("--threads", args->threads, "threads for large contractions (the same tokens whatever the count)")
+  add_number(cmd, "--tp", args->tp, "split every step over this many chips (through Decode, or Batch with --via batch)",
+             tp_widths)
+      ->capture_default_str();
+  add_number(cmd, "--threads", args->threads, "threads for large contractions (the same tokens whatever the count)",
+             threads)
       ->capture_default_str();
   cmd->add_option("--backend", args->backend,
                   "generate through a backend command instead (the conformance protocol), e.g. 'cutcheck-mlir run'; "

@@ -4,6 +4,7 @@
 #include "model/hf.h"
 #include "model/llama2c.h"
 #include "tools/commands.h"
+#include "tools/destinations.h"
 
 namespace cutcheck::cli {
 namespace {
@@ -17,11 +18,12 @@ void add_import(CLI::App& app, const std::string& name, const std::string& descr
   struct Args {
     std::string from, out;
     bool widen = false;
+    Destinations destinations;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(name, description);
   cmd->add_option("checkpoint", args->from, what)->required();
-  cmd->add_option("--out", args->out, "the weights folder to write")->required();
+  args->destinations.add(cmd, "--out", args->out, "the weights folder to write", Destinations::Kind::folder)->required();
   if (import != import_llama2c_any)
     cmd->add_flag("--widen", args->widen,
                   "write f32 weights; by default BF16 and F16 weights keep their dtype (docs/checkpoints.md)");

@@ -11,13 +11,14 @@ void add_inputs(CLI::App& app) {
   struct Args {
     std::string folder, out;
     uint64_t seed = 0;
+    Destinations destinations;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("inputs", "write valid random inputs for an authored program");
   cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json), or a split's folder")
       ->required();
-  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str()->check(seed_number);
-  cmd->add_option("--out", args->out, "the safetensors file to write")->required();
+  add_number(cmd, "--seed", args->seed, "the generator's seed", seeds)->capture_default_str();
+  args->destinations.add(cmd, "--out", args->out, "the safetensors file to write", Destinations::Kind::file)->required();
   cmd->callback([args] {
     TensorMap inputs = folder_inputs(args->folder, args->seed);
     write_safetensors(args->out, inputs);

@@ -13,20 +13,18 @@ void add_merge_reports(CLI::App& app) {
   struct Args {
     std::vector<std::string> inputs;
     std::string json, junit, html;
+    Destinations destinations;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "merge-reports", "merge the JSON reports of conform --shard 1/N ... N/N into the report of the whole campaign");
   cmd->add_option("reports", a->inputs, "the shards' conform --json reports, one per shard")->required();
-  cmd->add_option("--json", a->json, "write the merged JSON report here");
-  cmd->add_option("--junit", a->junit, "write the merged JUnit XML report here");
-  cmd->add_option("--html", a->html, "write the merged HTML report here");
+  a->destinations.add(cmd, "--json", a->json, "write the merged JSON report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--junit", a->junit, "write the merged JUnit XML report here", Destinations::Kind::file);
+  a->destinations.add(cmd, "--html", a->html, "write the merged HTML report here", Destinations::Kind::file);
   cmd->callback([a] {
-    check_report_path("--json", a->json);
-    check_report_path("--junit", a->junit);
-    check_report_path("--html", a->html);
     std::vector<ShardReport> shards;
-    for (const std::string& file : a->inputs) shards.push_back({parse_json(read_file(file), file), file});
+    for (const std::string& file : a->inputs) shards.push_back({parse_json(read_file(file, max_bytes::shard_report), file), file});
     const Json merged = merge_reports(shards);
     fmt::print("{}", summary_table(merged));
     write_reports(merged, a->json, a->junit, a->html);

@@ -15,21 +15,23 @@ void add_mutate(CLI::App& app) {
     MutateOptions options;
     std::string json, filter;
     bool list = false;
+    Destinations destinations;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("mutate",
                                  "measure the harness: type-preserving mutants of the authored programs, each put through "
                                  "a short conformance campaign and the property catalog (docs/conformance.md)");
-  cmd->add_option("--per-kind", a->per_kind, "mutants drawn per cut kind (14 kinds)")->capture_default_str();
-  cmd->add_option("--conform-cases", a->options.conform_cases, "conformance cases per mutant")->capture_default_str();
-  cmd->add_option("--property-cases", a->options.property_cases, "cases per property, for mutants conformance missed")
+  add_number(cmd, "--per-kind", a->per_kind, "mutants drawn per cut kind (14 kinds)", {1, 1 << 20})->capture_default_str();
+  add_number(cmd, "--conform-cases", a->options.conform_cases, "conformance cases per mutant", case_counts)
       ->capture_default_str();
-  cmd->add_option("--seed", a->options.seed, "which mutants are drawn, and the cases")->capture_default_str()->check(seed_number);
+  add_number(cmd, "--property-cases", a->options.property_cases, "cases per property, for mutants conformance missed",
+             case_counts)
+      ->capture_default_str();
+  add_number(cmd, "--seed", a->options.seed, "which mutants are drawn, and the cases", seeds)->capture_default_str();
   cmd->add_option("--only", a->filter, "only the mutants whose description contains this text");
   cmd->add_flag("--list", a->list, "list the drawn mutants and stop");
-  cmd->add_option("--json", a->json, "write a JSON report here");
+  a->destinations.add(cmd, "--json", a->json, "write a JSON report here", Destinations::Kind::file);
   cmd->callback([a] {
-    if (a->per_kind < 1) throw Error("--per-kind must be at least 1");
     const std::vector<Mutant> population = all_mutants(builtin_spec("tiny"), all_cut_kinds());
     std::vector<Mutant> drawn;
     for (Mutant& m : sample_mutants(population, a->per_kind, a->options.seed))

@@ -6,6 +6,7 @@
 #include "harness/folder.h"
 #include "harness/variants.h"
 #include "tools/commands.h"
+#include "tools/common.h"
 
 namespace cutcheck::cli {
 
@@ -14,12 +15,14 @@ void add_run(CLI::App& app) {
     std::string folder, inputs, outputs, fault, variant;
     int threads = 1;
     bool serve = false;
+    Destinations destinations;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("run", "run an authored program (or the chips of a split) on the reference interpreter");
   cmd->add_option("folder", args->folder, "the program folder (program.txt, manifest.json), or a split's folder");
   cmd->add_option("--inputs", args->inputs, "a safetensors file of the program's inputs");
-  cmd->add_option("--outputs", args->outputs, "the safetensors file to write the outputs to");
+  args->destinations.add(cmd, "--outputs", args->outputs, "the safetensors file to write the outputs to",
+                         Destinations::Kind::file);
   cmd->add_flag("--serve", args->serve,
                 "instead of FOLDER --inputs --outputs, answer requests from stdin, one per line (the persistent "
                 "protocol, docs/conformance.md)");
@@ -32,7 +35,8 @@ void add_run(CLI::App& app) {
     names += "\n  " + v.name + " (correct under " + std::string(precision_info(v.precision).name) + "): " + v.description;
   cmd->add_option("--variant", args->variant, "compute as a legitimate variant does (other sums, other precisions):" + names)
       ->excludes("--fault");
-  cmd->add_option("--threads", args->threads, "threads for large contractions (the same bits whatever the count)")
+  add_number(cmd, "--threads", args->threads, "threads for large contractions (the same bits whatever the count)",
+             threads)
       ->capture_default_str();
   cmd->callback([args] {
     RunOptions options = args->variant.empty() ? RunOptions{} : find_variant(args->variant).run;

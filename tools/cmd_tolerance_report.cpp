@@ -15,23 +15,25 @@ void add_tolerance_report(CLI::App& app) {
     std::vector<int64_t> tp{1, 2, 4};
     int cases = 200, layer_cases = 40, fault_cases = 1 << 30;
     uint64_t seed = 1;
+    Destinations destinations;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "tolerance-report",
       "judge the tolerances as classifiers: false failures of correct variants, detections of the fault catalog, the "
       "smallest perturbation each policy catches (docs/numerics.md)");
-  cmd->add_option("--cases", a->cases, "cases to generate")->capture_default_str()->check(CLI::Range(1, 100000000));
-  cmd->add_option("--seed", a->seed, "the seed: the same seed generates the same cases")->capture_default_str()->check(seed_number);
-  cmd->add_option("--tp", a->tp, "tp widths to generate")->capture_default_str()->check(tp_width);
+  add_number(cmd, "--cases", a->cases, "cases to generate", case_counts)->capture_default_str();
+  add_number(cmd, "--seed", a->seed, "the seed: the same seed generates the same cases", seeds)->capture_default_str();
+  add_number(cmd, "--tp", a->tp, "tp widths to generate", tp_widths)->capture_default_str();
   cmd->add_option("--spec", a->spec, "a spec name or file, or 'random' for random specs")->capture_default_str();
   cmd->add_option("--weights", a->weights, "with --spec: a weights folder to use instead of seeded weights");
   cmd->add_option("--precision", a->precisions, "precisions whose policies are judged: f32, bf16, f16")->capture_default_str();
-  cmd->add_option("--layer-cases", a->layer_cases, "cases whose layer-0 perturbation threshold is measured")
-      ->capture_default_str()->check(CLI::Range(0, 100000000));
-  cmd->add_option("--fault-cases", a->fault_cases, "run the fault catalog on the first N cases only (default: all)")
-      ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--json", a->json, "write the figures as JSON here");
+  add_number(cmd, "--layer-cases", a->layer_cases, "cases whose layer-0 perturbation threshold is measured",
+             {0, 100000000})
+      ->capture_default_str();
+  add_number(cmd, "--fault-cases", a->fault_cases, "run the fault catalog on the first N cases only (default: all)",
+             {0, 1 << 30});
+  a->destinations.add(cmd, "--json", a->json, "write the figures as JSON here", Destinations::Kind::file);
   cmd->callback([a] {
     ToleranceReportOptions o;
     o.campaign.cases = a->cases;

@@ -14,13 +14,16 @@ void add_weights(CLI::App& app) {
     std::string spec, dir;
     uint64_t seed = 0;
     std::vector<int64_t> tp;
+    Destinations destinations;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("weights", "write seeded synthetic weights for a spec");
   cmd->add_option("--spec", args->spec, "a built-in spec or a spec JSON file")->required();
-  cmd->add_option("--seed", args->seed, "the generator's seed")->capture_default_str()->check(seed_number);
-  cmd->add_option("--dir", args->dir, "the folder to write model.safetensors and spec.json to")->required();
-  cmd->add_option("--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)")->check(tp_width);
+  add_number(cmd, "--seed", args->seed, "the generator's seed", seeds)->capture_default_str();
+  args->destinations.add(cmd, "--dir", args->dir, "the folder to write model.safetensors and spec.json to",
+                         Destinations::Kind::folder)
+      ->required();
+  add_number(cmd, "--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)", tp_widths);
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     for (int64_t tp : args->tp)  // refused before any file is written
@@ -43,7 +46,7 @@ void add_shard(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("shard", "write the tp shards of a weights folder (DIR/tpN/chipC.safetensors)");
   cmd->add_option("--dir", args->dir, "a weights folder with model.safetensors and spec.json")->required();
-  cmd->add_option("--tp", args->tp, "the splits to write")->required()->check(tp_width);
+  add_number(cmd, "--tp", args->tp, "the splits to write", tp_widths)->required();
   cmd->callback([args] {
     ModelSpec spec = load_spec((fs::path(args->dir) / "spec.json").string());
     TensorMap weights = read_weights(args->dir, spec);

@@ -3,49 +3,10 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <cmath>
 
 #include "core/error.h"
 
 namespace cutcheck::cli {
-
-const CLI::Validator seed_number(
-    [](std::string& text) -> std::string {
-      uint64_t value = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-        return fmt::format("a seed is a decimal number from 0 to 2^64 - 1, got '{}'", text);
-      return "";
-    },
-    "SEED");
-
-const CLI::Validator positive_seconds(
-    [](std::string& text) -> std::string {
-      double value = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-          value <= 0 || value > 1e9)
-        return fmt::format("a time in seconds is a number above 0 (and at most 1e9), got '{}'", text);
-      return "";
-    },
-    "SECONDS");
-
-const CLI::Validator tp_width(
-    [](std::string& text) -> std::string {
-      int64_t value = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 4096)
-        return fmt::format("a tp width is a whole number from 1 to 4096, got '{}'", text);
-      return "";
-    },
-    "TP");
-
-void check_report_path(const std::string& option, const std::string& path) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!path.empty() && fs::exists(status) && !fs::is_regular_file(status))
-    throw Error(fmt::format("{} '{}': exists and is not a regular file; refusing to replace it", option, path));
-}
 
 ModelSpec resolve_spec(const std::string& spec, const std::string& weights_dir) {
   if (!spec.empty()) return load_spec(spec);

@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "onnx/export.h"
 #include "tools/commands.h"
+#include "tools/destinations.h"
+#include "tools/number_options.h"
 #include "tools/run_command_line.h"
 
 int main(int argc, char** argv) {
@@ -15,13 +17,18 @@ int main(int argc, char** argv) {
   CLI::App app{cli::export_onnx_summary, "cutcheck export-onnx"};
   std::string folder, out, cache_dir, precision = "spec";
   uint64_t external_from = uint64_t(1) << 20;
+  cli::Destinations destinations;
   app.add_option("folder", folder, "the program folder, or a folder of chipN/ program folders")->required();
-  auto* out_option = app.add_option("--out", out, "the .onnx file to write (and its .plan.json beside it)");
-  auto* cache = app.add_option("--cache", cache_dir, "export into CACHE/<hash>/ unless done already; print the plan's path");
+  auto* out_option = destinations.add(&app, "--out", out, "the .onnx file to write (and its .plan.json beside it)",
+                                      cli::Destinations::Kind::file);
+  auto* cache = destinations.add(&app, "--cache", cache_dir,
+                                 "export into CACHE/<hash>/ unless done already; print the plan's path",
+                                 cli::Destinations::Kind::folder);
   out_option->excludes(cache);
   app.add_option("--precision", precision, "spec: sums and functions in f64, as the language says; f32")
       ->capture_default_str();
-  app.add_option("--external-from", external_from, "weights of at least this many bytes go to external data")
+  cli::add_number(&app, "--external-from", external_from, "weights of at least this many bytes go to external data",
+                  {0, UINT64_MAX})
       ->capture_default_str();
   app.callback([&] {
     OnnxOptions o;

@@ -39,7 +39,7 @@ void run(const fs::path& folder, const fs::path& inputs, const fs::path& outputs
   const fs::path manifest_file = folder / "manifest.json";
   if (!fs::exists(manifest_file) && fs::exists(folder / "chip0")) throw NotYet("tp splits: this engine runs on one chip");
   // Only the contract's fields: the format, cut, tp and chip, spec.json and the weights.
-  const Json json = parse_json(read_file(manifest_file), manifest_file.string());
+  const Json json = parse_json(read_file(manifest_file, max_bytes::manifest), manifest_file.string());
   if (json_string(json, "format", manifest_file.string()) != manifest_format)
     throw FormatError(fmt::format("{}: not a {} manifest", manifest_file.string(), manifest_format));
   const Cut cut = Cut::parse(json_string(json, "cut", manifest_file.string()), manifest_file.string());

@@ -34,7 +34,7 @@ namespace {
 Cut folder_cut(const fs::path& folder) {
   fs::path manifest = folder / "manifest.json";
   if (!fs::exists(manifest)) manifest = folder / "chip0" / "manifest.json";
-  const Json json = parse_json(read_file(manifest), manifest.string());
+  const Json json = parse_json(read_file(manifest, max_bytes::manifest), manifest.string());
   return Cut::parse(json_string(json, "cut", manifest.string()), manifest.string());
 }
 

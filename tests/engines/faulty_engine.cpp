@@ -116,7 +116,7 @@ int main_(int argc, char** argv) {
   }
   const std::string fault = args[0];
   const fs::path model = opt["--model"];
-  const ModelSpec spec = ModelSpec::from_json(parse_json(read_file(model / "spec.json"), "spec.json"), "spec.json");
+  const ModelSpec spec = ModelSpec::from_json(parse_json(read_file(model / "spec.json", max_bytes::spec), "spec.json"), "spec.json");
   TensorMap weights = read_weights(model, spec);
   if (fault == "norm") {
     Tensor gain = weights.at(weight::final_norm()).clone();
@@ -124,7 +124,7 @@ int main_(int argc, char** argv) {
     weights[weight::final_norm()] = gain;
   }
   ReferenceRunner runner(spec, weights);
-  const Json requests = parse_json(read_file(opt["--requests"]), "requests");
+  const Json requests = parse_json(read_file(opt["--requests"], max_bytes::engine_case_record), "requests");
   Json results = Json::array();
   const int top = int(requests.at("top_k").get<int64_t>());
   for (const Json& r : requests.at("requests")) results.push_back(answer(runner, spec, r, fault, top));

@@ -6,6 +6,7 @@
 #   short-vocab    run writes one log-probability too few at each position
 #   no-output      run exits 0 and writes nothing
 #   huge           run writes 30 MB, far more than its requests can take
+#   linked         run makes OUT a symbolic link to /etc/passwd
 #   crash          run kills itself with SIGSEGV
 #   hang           run never ends
 #   unsupported    run exits 77
@@ -33,6 +34,7 @@ PY
     ;;
   no-output) ;;
   huge) head -c 30000000 /dev/zero | tr '\0' ' ' > "$out" ;;
+  linked) ln -s /etc/passwd "$out" ;;
   crash) kill -SEGV $$ ;;
   hang) sleep 7919 ;;
   unsupported) echo "no such model here" >&2; exit 77 ;;
