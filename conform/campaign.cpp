@@ -310,7 +310,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
       }
       f.reproducer = reproducer_folder(o, first->index);
       f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
-      write_reproducer(f, o, kept, backend.name());
+      write_reproducer(f, o, kept, backend.command());
       report.failures.push_back(std::move(f));
     }
     report.finished = true;

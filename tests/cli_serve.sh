@@ -45,6 +45,12 @@ conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --serve --cases
 [ $? = 1 ] || fail "a faulty server was not caught: $(cat out.txt)"
 [ "$(verdicts | sort -u)" = "failed mismatch" ] || fail "a faulty server: $(verdicts)"
 grep -q -- "--serve" keep/*/README* 2>/dev/null || grep -rq -- "--serve" keep || fail "the reproducer does not say --serve"
+# Its command by hand is the process-per-run protocol's, which the backend answers.
+for kept in keep/*/; do
+  by_hand=$(sed -n 's/^or by hand: //p' "$kept/report.txt")
+  (cd "$kept" && rm -f actual.safetensors && sh -c "$by_hand" 2> by-hand.err && [ -s actual.safetensors ]) ||
+    fail "the command by hand '$by_hand' did not run: $(cat "$kept/by-hand.err")"
+done
 nothing_left "a faulty server" "$server_processes"
 rm -rf keep
 
