@@ -1,12 +1,15 @@
 // Conformance: the reference passes; every fault of the catalog is caught, shrunk and
 // bisected to the right piece; backends that crash, hang or write garbage are reported
 // and the run goes on.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
 
+#include "conform/bisect.h"
 #include "conform/op_suite.h"
 #include "conform/report.h"
 #include "program/folder.h"
@@ -177,14 +180,40 @@ TEST(Conform, ReportsBackendsThatCrashHangOrWriteGarbage) {
   expect_reported("truncated.sh", "outputs.safetensors: header length", false);
   // A backend that fails whatever it runs has no piece to blame, not "the embed".
   ConformReport garbage = expect_reported("garbage.sh", "(--outputs) cannot be read", false);
+  CommandBackend garbage_backend(backends + "/garbage.sh", 30);
   int whole = 0;
-  for (const Failure& f : garbage.failures) {
-    if (f.original.c.cut.part() != Part::whole) continue;
+  for (const CaseResult& c : garbage.results) {
+    if (c.c.cut.part() != Part::whole) continue;
     ++whole;
-    EXPECT_THAT(f.piece, ::testing::StartsWith("inconclusive: every piece fails alone"));
+    const Bisection b = bisect(garbage_backend, c.c, options("garbage"), test::temp_dir("garbage-bisect"));
+    EXPECT_THAT(b.piece, ::testing::StartsWith("inconclusive: every piece fails alone"));
   }
   EXPECT_GT(whole, 0) << "no whole cut failed, so nothing was bisected";
   expect_reported("no_output.sh", "outputs.safetensors': No such file or directory", false);
+}
+
+// --no-shrink reports failures as found: the backend runs the cases and nothing else, no
+// shrinking and no bisection (a wrapper logs every run).
+TEST(Conform, NoShrinkRunsTheBackendOnTheCasesOnly) {
+  const fs::path log = test::temp_dir("no-shrink-runs") / "runs";
+  CommandBackend faulty(fmt::format("{}/counted.sh {} {} run --fault swiglu-gate-up-swapped", backends,
+                                    shell_quote(log.string()), cutcheck_binary),
+                        30);
+  ConformOptions o = options("no-shrink", 6);
+  o.tp = {1};
+  o.kinds = {CutKind::decode};  // whole cuts: bisection would run their pieces
+  o.shrink = false;
+  ConformReport r = conform(faulty, o);
+  ASSERT_FALSE(r.failures.empty()) << summary_table(r);
+  for (const Failure& f : r.failures) {
+    EXPECT_EQ(f.shrink_runs, 0);
+    EXPECT_THAT(f.piece, ::testing::StartsWith("not bisected: with --no-shrink"));
+    EXPECT_EQ(f.value, "");
+  }
+  std::ifstream runs(log);
+  int lines = 0;
+  for (std::string line; std::getline(runs, line);) ++lines;
+  EXPECT_EQ(lines, int(r.results.size())) << "runs beyond the cases";
 }
 
 TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {
