@@ -216,6 +216,62 @@ TEST(Conform, NoShrinkRunsTheBackendOnTheCasesOnly) {
   EXPECT_EQ(lines, int(r.results.size())) << "runs beyond the cases";
 }
 
+// The reference with every f32 output element NaN.
+class NaNReference : public Backend {
+ public:
+  std::string name() const override { return "NaN reference"; }
+  bool supports(const Cut&, int64_t) const override { return true; }
+  std::unique_ptr<Lowered> lower(const fs::path& folder) override { return std::make_unique<Run>(reference_.lower(folder)); }
+
+ private:
+  struct Run : Lowered {
+    explicit Run(std::unique_ptr<Lowered> reference) : reference(std::move(reference)) {}
+    TensorMap run(const TensorMap& in) override {
+      TensorMap out = reference->run(in);
+      for (auto& [name, t] : out)
+        if (t.dtype() == DType::f32) {
+          t = t.clone();
+          for (float& v : t.as_mut<float>()) v = NAN;
+        }
+      return out;
+    }
+    std::unique_ptr<Lowered> reference;
+  };
+  ReferenceBackend reference_;
+};
+
+// NaN where the reference has numbers is said as NaN, counted per output, in the failure
+// text, the JSON (valid: figures it cannot hold as numbers are strings) and JUnit.
+TEST(Conform, NaNOutputsAreReportedAsNaN) {
+  NaNReference backend;
+  ConformOptions o = options("nan", 3);
+  o.tp = {1};
+  o.kinds = {CutKind::decode_layer};  // outputs x[D] and the caches, all f32
+  o.shrink = false;
+  ConformReport r = conform(backend, o);
+  ASSERT_EQ(r.count(Verdict::failed), 3) << summary_table(r);
+  const Json json = parse_json(json_text(report_json(r)), "report");
+  for (const Json& c : json["cases"]) {
+    const std::string failure = c["failure"];
+    EXPECT_THAT(failure, HasSubstr("is NaN, expected "));
+    EXPECT_THAT(failure, ::testing::Not(HasSubstr("nan x over")));
+    EXPECT_THAT(failure, ::testing::MatchesRegex(".*and [0-9]+ more \\([0-9]+ of them NaN\\)"));
+    for (const Json& e : c["errors"]) {
+      EXPECT_EQ(e["headroom"], "nan") << e.dump();
+      EXPECT_EQ(e["nans"], e["mismatches"]) << e.dump();
+      if (e["output"] == "x") {
+        EXPECT_EQ(e["nans"], c["case"]["spec"]["dim"]) << e.dump();
+      }
+      for (const char* figure : {"max_abs", "max_rel", "nmse", "headroom"})  // a NaN written as a number reads back null
+        EXPECT_TRUE(e[figure].is_number() || e[figure].is_string()) << e.dump();
+    }
+  }
+  EXPECT_THAT(junit_xml(r), HasSubstr("x: headroom nan, max_abs 0, max_rel 0, mismatches " +
+                                      std::to_string(r.results[0].c.spec.dim) + ", nans " +
+                                      std::to_string(r.results[0].c.spec.dim)));
+  EXPECT_THAT(junit_xml(r), HasSubstr("of them NaN"));
+}
+
 TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {
   CommandBackend backend(backends + "/unsupported.sh", 30);
   ConformReport r = conform(backend, options("unsupported", 5));
