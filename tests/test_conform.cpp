@@ -461,5 +461,46 @@ TEST(Conform, ShrinkingRowsKeepsTheOtherDraws) {
   EXPECT_GT(fewer_rows, 30);
 }
 
+// The case shrinking reaches from `start` when `fails` tells the failing cases: the first
+// failing shrink is taken, as a campaign takes it, until no shrink fails.
+Case shrunk_while(rc::Shrinkable<Case> start, const std::function<bool(const Case&)>& fails) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (rc::Seq<rc::Shrinkable<Case>> shrinks = start.shrinks(); auto next = shrinks.next();)
+      if (fails(next->value())) {
+        start = *next;
+        moved = true;
+        break;
+      }
+  }
+  return start.value();
+}
+
+// Shrinking keeps what a failure needs: a failure that needs large keys (softmax without
+// its maximum) shrinks to one row, and one that needs a cache row from 16 on (a dropped
+// tail tile) to ctx 17. Modelled by what the case must hold, over generated batch cases.
+TEST(Conform, ShrinkingKeepsWhatAFailureNeeds) {
+  ConformOptions o;
+  o.kinds = {CutKind::batch_layer, CutKind::batch};
+  o.shapes.large_share = 0.5;
+  const rc::Gen<Case> gen = gen_conform_case(o);
+  auto large_keys = [](const Case& c) { return c.k_scale == 1000; };
+  auto tail = [](const Case& c) { return *std::max_element(c.positions.begin(), c.positions.end()) >= 16; };
+  int needs_keys = 0, needs_tail = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const rc::Shrinkable<Case> s = gen(rc::Random(seed), 0);
+    if (large_keys(s.value())) {
+      ++needs_keys;
+      EXPECT_EQ(shrunk_while(s, large_keys).cut.rows, 1) << s.value().str();
+    }
+    if (tail(s.value())) {
+      ++needs_tail;
+      EXPECT_EQ(shrunk_while(s, tail).cut.ctx, 17) << s.value().str();
+    }
+  }
+  EXPECT_GE(needs_keys, 5);
+  EXPECT_GE(needs_tail, 5);
+}
+
 }  // namespace
 }  // namespace cutcheck
