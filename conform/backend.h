@@ -35,6 +35,9 @@ class Backend {
   // Lowers the program in `folder` (program.txt and manifest.json, or chip0/, chip1/, ...
   // for a split). Throws on failure, NotYet when the program is not supported.
   virtual std::unique_ptr<Lowered> lower(const fs::path& folder) = 0;
+  // The command that runs one program by hand, process per run: `COMMAND FOLDER --inputs
+  // IN --outputs OUT` (docs/conformance.md). Empty for a backend that runs in process.
+  virtual std::string command() const { return {}; }
 };
 
 // The reference interpreter, in process (FolderRun).
@@ -71,7 +74,7 @@ class CommandBackend : public Backend {
   std::string name() const override { return command_; }
   bool supports(const Cut&, int64_t) const override { return true; }  // it says so by exit code
   std::unique_ptr<Lowered> lower(const fs::path& folder) override;
-  const std::string& command() const { return command_; }
+  std::string command() const override { return command_; }
 
  private:
   std::string command_;

@@ -302,6 +302,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
         out_of_time = s.out_of_time || Clock::now() >= deadline;
       }
       if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
+      else if (!o.shrink) f.piece = "not bisected: with --no-shrink the backend runs the cases only";
       else if (out_of_time) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
       else {
         Bisection b = bisect(backend, f.shrunk.c, o, root / fmt::format("bisect-{}", first->index));
@@ -310,7 +311,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
       }
       f.reproducer = reproducer_folder(o, first->index);
       f.command = fmt::format("{} --replay {}", o.replay_prefix, f.reproducer.string());
-      write_reproducer(f, o, kept, backend.name());
+      write_reproducer(f, o, kept, backend.command());
       report.failures.push_back(std::move(f));
     }
     report.finished = true;

@@ -52,7 +52,7 @@ struct ConformOptions {
   // under every precision; only the fixed bf16 preset turns it off (it cannot resolve
   // scores on that scale).
   bool large_keys = true;
-  bool shrink = true;
+  bool shrink = true;              // false: failures are reported as found, neither shrunk nor bisected
   int shrink_budget = 200;         // backend runs allowed while shrinking one failure
   // Wall time allowed for shrinking and bisecting one failure; 0 means the default,
   // max(10 s, 10 x the failing case's time), so that a backend that times out is shrunk

@@ -297,7 +297,7 @@ std::string html_report(const Json& report) {
       const std::string output = e.at("output");
       if (std::find(outputs.begin(), outputs.end(), output) == outputs.end()) outputs.push_back(output);
       for (auto it = e.begin(); it != e.end(); ++it) {
-        if (it.key() == "output" || it.key() == "first" || it.key() == "mismatches") continue;
+        if (it.key() == "output" || it.key() == "first" || it.key() == "mismatches" || it.key() == "nans") continue;
         if (std::find(fields.begin(), fields.end(), it.key()) == fields.end()) fields.push_back(it.key());
         figures[output][it.key()].push_back(it.value());
       }

@@ -164,11 +164,12 @@ std::string xml_escape(const std::string& s) {
 }
 
 Json output_error_json(const OutputError& e) {
-  // headroom: the worst |got - want| / allowed of the output's elements (1 is the limit);
+  // headroom: the worst |got - want| / allowed of the output's elements (1 is the limit;
+  // "nan" when an element is NaN where the reference has a number, counted in nans);
   // unbounded: elements whose bound is infinite, compared for NaN and infinity only.
   return {{"output", e.name},         {"max_abs", figure(e.max_abs)},   {"max_rel", figure(e.max_rel)},
           {"nmse", figure(e.nmse)},   {"headroom", figure(e.headroom)}, {"mismatches", e.mismatches},
-          {"unbounded", e.unbounded}, {"first", e.first}};
+          {"nans", e.nans},           {"unbounded", e.unbounded},       {"first", e.first}};
 }
 
 std::string output_error_text(const Json& error) {
@@ -257,7 +258,7 @@ std::string summary_table(const Json& report) {
   for (const Json& k : report.at("summary"))
     for (auto it = k.at("worst").begin(); it != k.at("worst").end(); ++it)
       if (std::find(fields.begin(), fields.end(), it.key()) == fields.end() && it.key() != "mismatches" &&
-          it.key() != "unbounded")
+          it.key() != "nans" && it.key() != "unbounded")
         fields.push_back(it.key());
   std::string out = fmt::format("{:<15} {:>6} {:>7} {:>7} {:>12}", "cut", "cases", "passed", "failed", "unsupported");
   for (const std::string& f : fields) out += fmt::format(" {:>10}", "worst " + figure_title(f));

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json.h"
+#include "core/process.h"
 #include "core/sha256.h"
 #include "core/temp_folder.h"
 #include "core/version.h"
@@ -51,7 +52,7 @@ void keep_given_weights(const Failure& f, const ConformOptions& o) {
 
 }  // namespace
 
-void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path& work, const std::string& backend) {
+void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path& work, const std::string& command) {
   fs::remove_all(f.reproducer);
   fs::create_directories(f.reproducer);
   for (const char* item :
@@ -64,9 +65,11 @@ void write_reproducer(const Failure& f, const ConformOptions& o, const fs::path&
   if (!f.piece.empty()) report += fmt::format("first failing piece: {}\n", f.piece);
   if (!f.value.empty()) report += fmt::format("first failing value: {}\n", f.value);
   for (const OutputError& e : f.shrunk.errors) report += "  " + output_error_text(e) + "\n";
-  report += fmt::format("tolerance: {}\nre-run: {}\nor by hand: {} {} --inputs {} --outputs actual.safetensors\n",
-                        o.tolerance.str(), f.command, backend, (f.reproducer / "program").string(),
-                        (f.reproducer / "inputs.safetensors").string());
+  report += fmt::format("tolerance: {}\nre-run: {}\n", o.tolerance.str(), f.command);
+  if (!command.empty())
+    report += fmt::format("or by hand: {} {} --inputs {} --outputs actual.safetensors\n", command,
+                          shell_quote((f.reproducer / "program").string()),
+                          shell_quote((f.reproducer / "inputs.safetensors").string()));
   if (!f.shrunk.stderr_tail.empty()) report += "backend stderr (tail):\n" + f.shrunk.stderr_tail + "\n";
   write_file_atomic(f.reproducer / "report.txt", report);
 }

@@ -21,6 +21,9 @@ using Deadline = std::chrono::time_point<Clock, std::chrono::duration<double>>; 
 
 constexpr size_t stderr_tail_bytes = 4096;
 constexpr size_t answer_max_bytes = 1 << 20;  // an answer is short; more without a newline is not one
+// How long a server whose stdout or stdin ended may take to be reported ended (the keeper
+// reports it within milliseconds; the rest is margin for a loaded machine).
+constexpr double end_grace = 2;
 
 // What a server wrote, quoted in a message: clean, one line, short.
 std::string excerpt(const std::string& bytes) {
@@ -49,7 +52,9 @@ class ServeBackend::Server {
     if (!out_.empty())
       throw broken(fmt::format("the backend server wrote to stdout after its answer to request {}: '{}'", answered_,
                                excerpt(out_)));
-    if (ended_) throw exited(fmt::format("after its answer to request {}, before request {} was sent", answered_, request.id));
+    const std::string between = fmt::format("after its answer to request {}, before request {} was sent", answered_, request.id);
+    if (ended_) throw exited(between);
+    if (!out_open_) throw pipe_ended("closed its stdout", between, deadline);
 
     const std::string line = request_line(request);
     for (size_t sent = 0; sent < line.size();) {
@@ -61,9 +66,7 @@ class ServeBackend::Server {
         pollfd writable{process_.stdin_fd(), POLLOUT, 0};
         poll(&writable, 1, 100);
       } else if (n < 0 && errno != EINTR) {  // EPIPE: it closed stdin or ended
-        while (!ended_ && Clock::now() < deadline && !interrupt_signal()) pump(100);
-        if (ended_) throw exited(fmt::format("before reading request {}", request.id));
-        throw broken(fmt::format("the backend server closed its stdin before request {}", request.id));
+        throw pipe_ended("closed its stdin", fmt::format("before reading request {}", request.id), deadline);
       }
     }
 
@@ -91,6 +94,7 @@ class ServeBackend::Server {
         throw broken(fmt::format("the backend server wrote more than {} bytes to stdout without a newline: '{}'",
                                  answer_max_bytes, excerpt(out_)));
       if (ended_) throw exited(fmt::format("while running request {}", request.id));
+      if (!out_open_) throw pipe_ended("closed its stdout", fmt::format("while running request {}", request.id), deadline);
       throw_if_stopped(request.id, deadline, start);
       pump(int(std::clamp(std::chrono::duration<double>(deadline - Clock::now()).count() * 1000, 0.0, 100.0)) + 1);
     }
@@ -165,6 +169,20 @@ class ServeBackend::Server {
     r.stderr_tail = stderr_tail();
     process_.kill();
     return process_failure(r, fmt::format("the backend server {} {}", r.describe(), when));
+  }
+
+  // One of the protocol's pipes ended (`what`: "closed its stdout"). A server that exits
+  // closes its pipes a moment before its end is reported, so it is given `end_grace` (within
+  // the request's time) to be reported as it ended: an exit or a crash. One still running
+  // can answer nothing more: a protocol error now, not a wait for the timeout.
+  BackendFailed pipe_ended(const std::string& what, const std::string& when, Deadline deadline) {
+    wait_until_ended(std::min(deadline, Deadline(Clock::now() + std::chrono::duration<double>(end_grace))));
+    if (interrupt_signal()) {
+      process_.kill();
+      throw_if_interrupted();
+    }
+    if (ended_) return exited(when);
+    return broken(fmt::format("the backend server {} {} and still runs: it can answer nothing more", what, when));
   }
 
   // A protocol error: the server is out of step with cutcheck.

@@ -21,6 +21,7 @@ class ServeBackend : public Backend {
   // Closes each server's stdin, gives them `shutdown_grace` seconds to exit, kills what is left.
   ~ServeBackend() override;
   std::string name() const override { return command_ + " --serve"; }
+  std::string command() const override { return command_; }  // by hand, it runs a process per run
   bool supports(const Cut&, int64_t) const override { return true; }  // it answers "unsupported"
   std::unique_ptr<Lowered> lower(const fs::path& folder) override;
 

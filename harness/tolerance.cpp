@@ -41,6 +41,9 @@ namespace {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (std::isnan(a) && std::isnan(b)); }
 
+// An element's value in a message: NaN spelt as such, whatever its sign and payload.
+std::string nan_text(float v) { return std::isnan(v) ? "NaN" : fmt::format("{}", v); }
+
 OutputError compare_floats(const std::string& name, const Tensor& want, const Tensor* bound, const Tensor& got,
                            const Tolerance& tol) {
   OutputError e;
@@ -64,11 +67,15 @@ OutputError compare_floats(const std::string& name, const Tensor& want, const Te
     } else if (!ok) {
       e.headroom = INFINITY;
     }
-    if (!ok && e.mismatches++ == 0)
-      e.first = tol.bounded() ? fmt::format("'{}' element {} is {}, expected {} within its bound {:.3g} ({:.4g} x over)",
-                                            name, i, g[i], w[i], allowed, d / allowed)
-                              : fmt::format("'{}' element {} is {}, expected {} ({})", name, i, g[i], w[i], tol.str());
+    if (!ok) e.nans += std::isnan(g[i]);
+    if (!ok && e.mismatches++ == 0) {
+      const std::string is = fmt::format("'{}' element {} is {}, expected {}", name, i, nan_text(g[i]), nan_text(w[i]));
+      if (!tol.bounded()) e.first = fmt::format("{} ({})", is, tol.str());
+      else if (std::isnan(d)) e.first = fmt::format("{} within its bound {:.3g}", is, allowed);  // no "x over" to say
+      else e.first = fmt::format("{} within its bound {:.3g} ({:.4g} x over)", is, allowed, d / allowed);
+    }
   }
+  if (e.nans) e.headroom = NAN;
   e.nmse = ref2 > 0 ? err2 / ref2 : err2;
   if (!tol.bounded() && e.nmse > tol.nmse && e.mismatches++ == 0)
     e.first = fmt::format("'{}' has NMSE {:.3g}, over {}", name, e.nmse, tol.nmse);
@@ -152,7 +159,9 @@ Comparison compare(const Expected& want, const TensorMap& got, const Tolerance& 
         e.first = fmt::format("'{}' differs (integers must match exactly)", name);
       }
     }
-    if (e.mismatches) fail(fmt::format("{}{}", e.first, e.mismatches > 1 ? fmt::format(", and {} more", e.mismatches - 1) : ""));
+    if (e.mismatches)
+      fail(fmt::format("{}{}{}", e.first, e.mismatches > 1 ? fmt::format(", and {} more", e.mismatches - 1) : "",
+                       e.nans && e.mismatches > 1 ? fmt::format(" ({} of them NaN)", e.nans) : ""));
     c.outputs.push_back(std::move(e));
   }
   return c;

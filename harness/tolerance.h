@@ -58,10 +58,12 @@ struct OutputError {
   double max_rel = 0;   // largest |got - want| / max(|want|, 1e-30)
   double nmse = 0;      // sum (got - want)^2 / sum want^2
   // The largest |got - want| / allowed over the elements: <= 1 passes. How close the
-  // output came to failing, or how far past it went.
+  // output came to failing, or how far past it went; NaN when an element is NaN where
+  // the reference has a number (no distance says how far off that is).
   double headroom = 0;
   size_t unbounded = 0;  // elements whose bound is infinite: any value passes there
   size_t mismatches = 0;
+  size_t nans = 0;       // of the mismatches, elements that are NaN where the reference has a number
   std::string first;     // the first element outside the tolerance, described
 };
 

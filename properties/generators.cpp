@@ -1,5 +1,6 @@
 #include "properties/generators.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "model/sharding.h"
@@ -16,6 +17,37 @@ rc::Gen<Case> gen_case(std::vector<CutKind> kinds, int64_t min_dim) {
   return rc::gen::exec([kinds, min_dim] { return *gen_case_for(*gen_spec(min_dim), kinds); });
 }
 
+namespace {
+
+// Where a position lies: a distance back from the last position the cache allows, `steps`
+// rows (0, 1 or 2: the tail of a cache is where its last tile ends) or, when steps < 0,
+// a share of the whole range in 65536ths. Both shrink toward 0: a full cache.
+struct Back {
+  int32_t steps = 0;
+  int32_t share = 0;
+  int32_t from(int32_t last) const {
+    const int64_t back = steps >= 0 ? std::min(steps, last) : (int64_t(share) * (int64_t(last) + 1)) >> 16;
+    return int32_t(last - back);
+  }
+};
+
+rc::Gen<Back> gen_back() {
+  return either(rc::gen::map(inRange<int32_t>(0, 3), [](int32_t steps) { return Back{steps, 0}; }),
+                rc::gen::map(inRange<int32_t>(0, 1 << 16), [](int32_t share) { return Back{-1, share}; }));
+}
+
+}  // namespace
+
+// The order of the draws is what shrinking follows. RapidCheck's exec shrinks them one
+// by one in order, and each time it takes a shrink of a draw it makes every later draw
+// again as first drawn (and never goes back to an earlier one). So:
+// - a position is a distance back from the end (Back), drawn before ctx: a distance
+//   shrunk to 0 keeps the case at the end of its cache while ctx shrinks under it (drawn
+//   after ctx, it came back at its first value with every smaller ctx tried, and a
+//   failure that needs the cache's tail kept a long cache);
+// - tokens and positions are one draw each, not one per row: the draws after them (the
+//   seeds, the k scale) keep their places, and so their values, when the rows shrink (a
+//   failure that needs large keys lost them on 3 shrinks in 4, and kept its rows).
 rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds, ShapeSpace shapes) {
   return rc::gen::exec([spec, kinds, shapes] {
     Case c;
@@ -25,6 +57,9 @@ rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds, ShapeSpac
     const Family family = c.cut.family();
     if (p.layer) c.cut.layer = *inRange<int64_t>(0, c.spec.layers);
     if (p.rows) c.cut.rows = *gen_extent(1, 4, shapes.rows_max, *gen_large(shapes.large_share));
+    const size_t rows = size_t(c.cut.row_count());
+    std::vector<Back> backs;  // batch: one per row; decode and prefill: one (the first row's)
+    if (p.ctx) backs = *rc::gen::container<std::vector<Back>>(family == Family::batch ? rows : 1, gen_back());
     if (p.ctx) {
       // The cache stays within its budget: a wide spec gets a shorter ctx.
       const int64_t layers = c.cut.part() == Part::whole ? c.spec.layers : 1;
@@ -34,24 +69,11 @@ rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds, ShapeSpac
                                    std::min(shapes.ctx_max, shapes.cache_floats / per_position)});
       c.cut.ctx = *gen_extent(lo, 12, hi, *gen_large(shapes.large_share));
     }
-    const int64_t rows = c.cut.row_count();
-    for (int64_t r = 0; r < rows; ++r) c.tokens.push_back(*inRange<int32_t>(0, int32_t(c.spec.vocab)));
-    // Positions are drawn as a distance back from the last one the cache allows, a short
-    // one half the time: tails of the cache are where tiles end. Shrinking goes toward
-    // a full cache, so a smaller ctx keeps the bug that needed a long one.
-    auto back_from = [](int32_t last) {
-      return rc::gen::map(either(inRange<int32_t>(0, std::min(last, 2) + 1), inRange<int32_t>(0, last + 1)),
-                          [last](int32_t back) { return last - back; });
-    };
-    const int32_t ctx = int32_t(c.cut.ctx);
-    if (!p.ctx)  // no cache, no position
-      c.positions.push_back(0);
-    else if (family == Family::batch)
-      for (int64_t r = 0; r < rows; ++r) c.positions.push_back(*back_from(ctx - 1));
-    else if (family == Family::prefill)
-      c.positions.push_back(*back_from(ctx - int32_t(rows)));
-    else
-      c.positions.push_back(*back_from(ctx - 1));
+    c.tokens = *rc::gen::container<std::vector<int32_t>>(rows, inRange<int32_t>(0, int32_t(c.spec.vocab)));
+    // The last position a row may take: each row of a prefill takes one past the first's.
+    const int32_t last = int32_t(c.cut.ctx) - (family == Family::prefill ? int32_t(rows) : 1);
+    for (const Back& b : backs) c.positions.push_back(b.from(last));
+    if (!p.ctx) c.positions.push_back(0);  // no cache, no position
     c.weight_seed = *inRange<uint64_t>(0, 1000);
     c.data_seed = *inRange<uint64_t>(0, 1000);
     c.k_scale = *choice_of(1.0f, 1.0f, 1.0f, 1000.0f);

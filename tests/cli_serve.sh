@@ -12,9 +12,9 @@ export CUTCHECK=$cutcheck  # the engine of serve_example.py and hostile_server.p
 
 server_processes="$backends/hostile_server|$backends/serve_example"  # and their engines: `$cutcheck run --serve`
 
-# Small decode cases, so that a run takes milliseconds.
+# Small decode cases, so that a run takes milliseconds; none runs past $limit seconds.
 conform() {
-  "$cutcheck" conform --cuts decode --ctx-max 32 --large-share 0 --keep keep --no-shrink --json report.json "$@" \
+  timeout "${limit:-900}" "$cutcheck" conform --cuts decode --ctx-max 32 --large-share 0 --keep keep --no-shrink --json report.json "$@" \
     > out.txt 2> err.txt
 }
 
@@ -45,6 +45,12 @@ conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --serve --cases
 [ $? = 1 ] || fail "a faulty server was not caught: $(cat out.txt)"
 [ "$(verdicts | sort -u)" = "failed mismatch" ] || fail "a faulty server: $(verdicts)"
 grep -q -- "--serve" keep/*/README* 2>/dev/null || grep -rq -- "--serve" keep || fail "the reproducer does not say --serve"
+# Its command by hand is the process-per-run protocol's, which the backend answers.
+for kept in keep/*/; do
+  by_hand=$(sed -n 's/^or by hand: //p' "$kept/report.txt")
+  (cd "$kept" && rm -f actual.safetensors && sh -c "$by_hand" 2> by-hand.err && [ -s actual.safetensors ]) ||
+    fail "the command by hand '$by_hand' did not run: $(cat "$kept/by-hand.err")"
+done
 nothing_left "a faulty server" "$server_processes"
 rm -rf keep
 
@@ -72,8 +78,13 @@ hostile() {  # MODE, the verdicts of the 3 cases, a phrase of the second's failu
   mkdir "$mode" && cd "$mode" || return
   fail() { echo "FAIL: $*" >> failures.txt; }
   local timeout=60  # generous: a server's start-up is part of its first request's time
-  [ $mode = silent ] && timeout=5
-  conform --backend "python3 $backends/hostile_server.py $mode" --serve --cases 3 --timeout $timeout
+  [ $mode = silent ] && timeout=30  # waited out once: shorter, yet still room for the start-up
+  # A server that closes its stdout and still runs fails its request at once: with a
+  # timeout past the campaign's own limit, waiting for the timeout fails the test. `exec`:
+  # the shell that runs the command holds the pipe while it waits, unless it becomes the server.
+  local limit=900 server="python3 $backends/hostile_server.py $mode"
+  [ $mode = close-stdout ] && timeout=600 limit=300 server="exec $server"
+  conform --backend "$server" --serve --cases 3 --timeout $timeout
   local rc=$?
   [ $rc = 1 ] || [ $mode = unsupported ] || fail "$mode: exited $rc, not 1: $(cat out.txt err.txt)"
   [ "$(verdicts | tr '\n' ';')" = "$want" ] || fail "$mode: verdicts $(verdicts | tr '\n' ';')"
@@ -88,10 +99,11 @@ hostile wrong-id "passed -;failed protocol;passed -;" "with id" &
 hostile garbage "passed -;failed protocol;passed -;" "no answer to request" &
 hostile exit "passed -;failed exit;passed -;" "exited with 3 while running request" &
 hostile crash "passed -;failed crash;passed -;" "killed by signal 9" &
+hostile close-stdout "passed -;failed protocol;passed -;" "closed its stdout while running request" &
 hostile error "passed -;failed exit;passed -;" "answered error: hostile_server says error" &
 hostile unsupported "passed -;unsupported -;passed -;" "hostile_server says unsupported" &
 wait
-for mode in silent twice wrong-id garbage exit crash error unsupported; do
+for mode in silent twice wrong-id garbage exit crash close-stdout error unsupported; do
   [ -e "$mode/report.json" ] || fail "$mode: no report"
   [ ! -e "$mode/failures.txt" ] || { cat "$mode/failures.txt"; failures=$((failures + 1)); }
 done

@@ -1,12 +1,16 @@
 // Conformance: the reference passes; every fault of the catalog is caught, shrunk and
 // bisected to the right piece; backends that crash, hang or write garbage are reported
 // and the run goes on.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
 
+#include "conform/bisect.h"
+#include "conform/case_generation.h"
 #include "conform/op_suite.h"
 #include "conform/report.h"
 #include "program/folder.h"
@@ -181,14 +185,96 @@ TEST(Conform, ReportsBackendsThatCrashHangOrWriteGarbage) {
   expect_reported("truncated.sh", "outputs.safetensors: header length", false);
   // A backend that fails whatever it runs has no piece to blame, not "the embed".
   ConformReport garbage = expect_reported("garbage.sh", "(--outputs) cannot be read", false);
+  CommandBackend garbage_backend(backends + "/garbage.sh", 30);
   int whole = 0;
-  for (const Failure& f : garbage.failures) {
-    if (f.original.c.cut.part() != Part::whole) continue;
+  for (const CaseResult& c : garbage.results) {
+    if (c.c.cut.part() != Part::whole) continue;
     ++whole;
-    EXPECT_THAT(f.piece, ::testing::StartsWith("inconclusive: every piece fails alone"));
+    const Bisection b = bisect(garbage_backend, c.c, options("garbage"), test::temp_dir("garbage-bisect"));
+    EXPECT_THAT(b.piece, ::testing::StartsWith("inconclusive: every piece fails alone"));
   }
   EXPECT_GT(whole, 0) << "no whole cut failed, so nothing was bisected";
   expect_reported("no_output.sh", "outputs.safetensors': No such file or directory", false);
+}
+
+// --no-shrink reports failures as found: the backend runs the cases and nothing else, no
+// shrinking and no bisection (a wrapper logs every run).
+TEST(Conform, NoShrinkRunsTheBackendOnTheCasesOnly) {
+  const fs::path log = test::temp_dir("no-shrink-runs") / "runs";
+  CommandBackend faulty(fmt::format("{}/counted.sh {} {} run --fault swiglu-gate-up-swapped", backends,
+                                    shell_quote(log.string()), cutcheck_binary),
+                        30);
+  ConformOptions o = options("no-shrink", 6);
+  o.tp = {1};
+  o.kinds = {CutKind::decode};  // whole cuts: bisection would run their pieces
+  o.shrink = false;
+  ConformReport r = conform(faulty, o);
+  ASSERT_FALSE(r.failures.empty()) << summary_table(r);
+  for (const Failure& f : r.failures) {
+    EXPECT_EQ(f.shrink_runs, 0);
+    EXPECT_THAT(f.piece, ::testing::StartsWith("not bisected: with --no-shrink"));
+    EXPECT_EQ(f.value, "");
+  }
+  std::ifstream runs(log);
+  int lines = 0;
+  for (std::string line; std::getline(runs, line);) ++lines;
+  EXPECT_EQ(lines, int(r.results.size())) << "runs beyond the cases";
+}
+
+// The reference with every f32 output element NaN.
+class NaNReference : public Backend {
+ public:
+  std::string name() const override { return "NaN reference"; }
+  bool supports(const Cut&, int64_t) const override { return true; }
+  std::unique_ptr<Lowered> lower(const fs::path& folder) override { return std::make_unique<Run>(reference_.lower(folder)); }
+
+ private:
+  struct Run : Lowered {
+    explicit Run(std::unique_ptr<Lowered> reference) : reference(std::move(reference)) {}
+    TensorMap run(const TensorMap& in) override {
+      TensorMap out = reference->run(in);
+      for (auto& [name, t] : out)
+        if (t.dtype() == DType::f32) {
+          t = t.clone();
+          for (float& v : t.as_mut<float>()) v = NAN;
+        }
+      return out;
+    }
+    std::unique_ptr<Lowered> reference;
+  };
+  ReferenceBackend reference_;
+};
+
+// NaN where the reference has numbers is said as NaN, counted per output, in the failure
+// text, the JSON (valid: figures it cannot hold as numbers are strings) and JUnit.
+TEST(Conform, NaNOutputsAreReportedAsNaN) {
+  NaNReference backend;
+  ConformOptions o = options("nan", 3);
+  o.tp = {1};
+  o.kinds = {CutKind::decode_layer};  // outputs x[D] and the caches, all f32
+  o.shrink = false;
+  ConformReport r = conform(backend, o);
+  ASSERT_EQ(r.count(Verdict::failed), 3) << summary_table(r);
+  const Json json = parse_json(json_text(report_json(r)), "report");
+  for (const Json& c : json["cases"]) {
+    const std::string failure = c["failure"];
+    EXPECT_THAT(failure, HasSubstr("is NaN, expected "));
+    EXPECT_THAT(failure, ::testing::Not(HasSubstr("nan x over")));
+    EXPECT_THAT(failure, ::testing::MatchesRegex(".*and [0-9]+ more \\([0-9]+ of them NaN\\)"));
+    for (const Json& e : c["errors"]) {
+      EXPECT_EQ(e["headroom"], "nan") << e.dump();
+      EXPECT_EQ(e["nans"], e["mismatches"]) << e.dump();
+      if (e["output"] == "x") {
+        EXPECT_EQ(e["nans"], c["case"]["spec"]["dim"]) << e.dump();
+      }
+      for (const char* figure : {"max_abs", "max_rel", "nmse", "headroom"})  // a NaN written as a number reads back null
+        EXPECT_TRUE(e[figure].is_number() || e[figure].is_string()) << e.dump();
+    }
+  }
+  EXPECT_THAT(junit_xml(r), HasSubstr("x: headroom nan, max_abs 0, max_rel 0, mismatches " +
+                                      std::to_string(r.results[0].c.spec.dim) + ", nans " +
+                                      std::to_string(r.results[0].c.spec.dim)));
+  EXPECT_THAT(junit_xml(r), HasSubstr("of them NaN"));
 }
 
 TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {
@@ -346,6 +432,78 @@ TEST(Conform, CasesRoundTripThroughJson) {
   Json bad = c.to_json();
   bad["tokens"] = {1};
   EXPECT_THROW(Case::from_json(bad, "case"), FormatError);
+}
+
+// A shrink to fewer rows keeps every other draw of the case: the seeds, the k scale (a
+// fault that shows only with large keys keeps them) and the first rows' tokens, and with
+// the same ctx the first rows' positions. Otherwise a failure that needs some of them
+// shrinks in rows only by luck.
+TEST(Conform, ShrinkingRowsKeepsTheOtherDraws) {
+  ConformOptions o;
+  o.kinds = {CutKind::batch_layer, CutKind::batch, CutKind::prefill};
+  o.shapes.large_share = 0.5;  // room to shrink
+  const rc::Gen<Case> gen = gen_conform_case(o);
+  auto first = [](const std::vector<int32_t>& v, int64_t n) { return std::vector<int32_t>(v.begin(), v.begin() + n); };
+  int fewer_rows = 0;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    const rc::Shrinkable<Case> original = gen(rc::Random(seed), 0);
+    const Case c = original.value();
+    const rc::Seq<rc::Shrinkable<Case>> shrinks = original.shrinks();
+    for (rc::Seq<rc::Shrinkable<Case>> s = shrinks; auto next = s.next();) {
+      const Case d = next->value();
+      if (d.cut.rows >= c.cut.rows) continue;
+      ++fewer_rows;
+      EXPECT_EQ(d.weight_seed, c.weight_seed) << c.str() << "\n" << d.str();
+      EXPECT_EQ(d.data_seed, c.data_seed) << c.str() << "\n" << d.str();
+      EXPECT_EQ(d.k_scale, c.k_scale) << c.str() << "\n" << d.str();
+      EXPECT_EQ(d.tokens, first(c.tokens, d.cut.rows)) << c.str() << "\n" << d.str();
+      if (d.cut.family() == Family::batch && d.cut.ctx == c.cut.ctx) {
+        EXPECT_EQ(d.positions, first(c.positions, d.cut.rows)) << c.str() << "\n" << d.str();
+      }
+    }
+  }
+  EXPECT_GT(fewer_rows, 30);
+}
+
+// The case shrinking reaches from `start` when `fails` tells the failing cases: the first
+// failing shrink is taken, as a campaign takes it, until no shrink fails.
+Case shrunk_while(rc::Shrinkable<Case> start, const std::function<bool(const Case&)>& fails) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (rc::Seq<rc::Shrinkable<Case>> shrinks = start.shrinks(); auto next = shrinks.next();)
+      if (fails(next->value())) {
+        start = *next;
+        moved = true;
+        break;
+      }
+  }
+  return start.value();
+}
+
+// Shrinking keeps what a failure needs: a failure that needs large keys (softmax without
+// its maximum) shrinks to one row, and one that needs a cache row from 16 on (a dropped
+// tail tile) to ctx 17. Modelled by what the case must hold, over generated batch cases.
+TEST(Conform, ShrinkingKeepsWhatAFailureNeeds) {
+  ConformOptions o;
+  o.kinds = {CutKind::batch_layer, CutKind::batch};
+  o.shapes.large_share = 0.5;
+  const rc::Gen<Case> gen = gen_conform_case(o);
+  auto large_keys = [](const Case& c) { return c.k_scale == 1000; };
+  auto tail = [](const Case& c) { return *std::max_element(c.positions.begin(), c.positions.end()) >= 16; };
+  int needs_keys = 0, needs_tail = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const rc::Shrinkable<Case> s = gen(rc::Random(seed), 0);
+    if (large_keys(s.value())) {
+      ++needs_keys;
+      EXPECT_EQ(shrunk_while(s, large_keys).cut.rows, 1) << s.value().str();
+    }
+    if (tail(s.value())) {
+      ++needs_tail;
+      EXPECT_EQ(shrunk_while(s, tail).cut.ctx, 17) << s.value().str();
+    }
+  }
+  EXPECT_GE(needs_keys, 5);
+  EXPECT_GE(needs_tail, 5);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ serve_example.py's engine). Usage: hostile_server.py MODE --serve
   garbage      writes a line that is not an answer, then the answer
   exit         exits (3) without answering
   crash        is killed by SIGKILL without answering
+  close-stdout closes its stdout without answering and keeps running
   child        leaves a child running (setsid) on every request, and answers
   unsupported  answers "unsupported"
   error        answers "error"
@@ -46,6 +47,9 @@ for count, line in enumerate(sys.stdin, 1):
         sys.exit(3)
     if bad and mode == "crash":
         os.kill(os.getpid(), signal.SIGKILL)
+    if bad and mode == "close-stdout":
+        os.close(1)
+        time.sleep(3600)
     if bad and mode in ("unsupported", "error"):
         sys.stdout.write(answer(rid, mode, f"hostile_server says {mode}"))
         sys.stdout.flush()
