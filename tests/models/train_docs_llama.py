@@ -148,7 +148,7 @@ def main():
     a = p.parse_args()
     a.vocab, a.eps, a.theta = 256, 1e-5, 10000.0
     torch.manual_seed(a.seed)
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     data = torch.frombuffer(bytearray(corpus(a.text_bytes)), dtype=torch.uint8).long()
     split = int(len(data) * 0.95)
     train, held = data[:split], data[split:]
