@@ -10,9 +10,9 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/ieee.h"
 #include "core/random.h"
 #include "program/activations.h"
-#include "reference/ieee.h"
 #include "reference/kernels.h"
 #include "reference/terms.h"
 
@@ -54,70 +54,14 @@ double deviation(double p, double r) {
   return p - r;
 }
 
-// f(x + d) - f(x) for elementary functions, accurate where d is small against x (a series
-// where it is tiny, the library's expm1 and log1p otherwise) and where d is large (the
-// function itself: the reference's f(x) may have underflowed to 0 where f(x + d) has not);
-// `r` is the reference's f(x).
-double expm1_small(double d) { return std::abs(d) < 0x1p-12 ? d * (1 + d * (0.5 + d / 6)) : std::expm1(d); }
+// The op's value at x and y, and its change f(x + dx, y + dy) - r for finite operands
+// (r the reference's f(x, y)), by the op table's scalar semantics (program/ops.h).
+double value_of(OpKind kind, double x, double y) { return op_info(kind).scalar.f64(x, y); }
 
-double unary_value(OpKind kind, double x);
-
-double unary_change(OpKind kind, double x, double d, double r) {
-  const double t = d / x;
-  switch (kind) {
-    case OpKind::exponential: return std::abs(d) < 1 && r != 0 ? r * expm1_small(d) : std::exp(x + d) - r;
-    case OpKind::log: return std::log1p(t);
-    case OpKind::sqrt: return t > -1 ? r * t / (std::sqrt(1 + t) + 1) : NAN;
-    case OpKind::rsqrt: {
-      if (!(t > -1)) return NAN;
-      const double s = std::sqrt(1 + t);
-      return -r * t / ((1 + s) * s);
-    }
-    case OpKind::logistic: return unary_value(kind, x + d) - unary_value(kind, x);
-    case OpKind::sine: return 2 * std::cos(x + d / 2) * std::sin(d / 2);
-    case OpKind::cosine: return -2 * std::sin(x + d / 2) * std::sin(d / 2);
-    case OpKind::negate: return -d;
-    default: throw Error("not a unary function");
-  }
-}
-
-double unary_value(OpKind kind, double x) {
-  switch (kind) {
-    case OpKind::exponential: return std::exp(x);
-    case OpKind::log: return std::log(x);
-    case OpKind::sqrt: return std::sqrt(x);
-    case OpKind::rsqrt: return 1 / std::sqrt(x);
-    case OpKind::logistic: return 1 / (1 + std::exp(-x));
-    case OpKind::sine: return std::sin(x);
-    case OpKind::cosine: return std::cos(x);
-    case OpKind::negate: return -x;
-    default: throw Error("not a unary function");
-  }
-}
-
-double binary_value(OpKind kind, double x, double y) {
-  switch (kind) {
-    case OpKind::add: return x + y;
-    case OpKind::subtract: return x - y;
-    case OpKind::multiply: return x * y;
-    case OpKind::divide: return x / y;
-    case OpKind::maximum: return ieee_maximum(x, y);
-    case OpKind::minimum: return ieee_minimum(x, y);
-    case OpKind::power: return std::pow(x, y);
-    default: throw Error("not a binary op");
-  }
-}
-
-// (x + dx) op (y + dy) - x op y for finite operands, without the cancellation of
-// subtracting two nearly equal results.
-double binary_change(OpKind kind, double x, double dx, double y, double dy, double r) {
-  switch (kind) {
-    case OpKind::add: return dx + dy;
-    case OpKind::subtract: return dx - dy;
-    case OpKind::multiply: return x * dy + dx * y + dx * dy;
-    case OpKind::divide: return (dx * y - x * dy) / (y * (y + dy));
-    default: return deviation(binary_value(kind, x + dx, y + dy), r);  // max, min (exact), power
-  }
+double change_of(OpKind kind, double x, double dx, double y, double dy, double r) {
+  const Scalar& s = op_info(kind).scalar;
+  if (s.change) return s.change(x, dx, y, dy, r);
+  return deviation(s.f64(x + dx, y + dy), r);
 }
 
 bool compares(const std::string& dir, double x, double y) {
@@ -127,19 +71,6 @@ bool compares(const std::string& dir, double x, double y) {
   if (dir == "LE") return x <= y;
   if (dir == "GT") return x > y;
   return x >= y;
-}
-
-bool is_function(OpKind kind) {
-  switch (kind) {
-    case OpKind::exponential:
-    case OpKind::log:
-    case OpKind::rsqrt:
-    case OpKind::logistic:
-    case OpKind::power:
-    case OpKind::sine:
-    case OpKind::cosine: return true;
-    default: return false;
-  }
 }
 
 Tensor run_kernel(const Operation& op, std::vector<const Tensor*> in, const TensorType& type) {
@@ -202,7 +133,7 @@ PerturbedRuns::PerturbedRuns(const Program& program, std::function<const Tensor&
                              const BoundModel& model)
     : program_(program), value_(std::move(value)), model_(model), activation_(activations(program)) {
   for (const Operation& op : program.ops)
-    if (op.kind == OpKind::all_reduce || op.kind == OpKind::all_gather)
+    if (op_info(op.kind).op_class == OpClass::collective)
       throw NotYet("error bounds of a split program: bound the unsplit program, of which a split is one more "
                    "summation order");
   if (model.runs < 1 || model.probes < 0 || model.probes > model.runs)
@@ -307,12 +238,12 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
   };
   const PrecisionInfo& store =
       precision_info(activation_[size_t(result)] ? model_.precision : Precision::f32);
-  auto writer = [&] { return Result(r, store, is_function(op.kind), model_, amplification_, stream); };
+  const OpInfo& info = op_info(op.kind);
+  auto writer = [&] { return Result(r, store, info.rounding == Rounding::function, model_, amplification_, stream); };
 
-  switch (op.kind) {
-    case OpKind::constant:
-    case OpKind::iota: return;
-    case OpKind::convert: {
+  switch (info.op_class) {
+    case OpClass::value: return;
+    case OpClass::convert: {
       const ValueId a = op.operands[0];
       const DType from = program_.type(a).dtype;
       if (floats && from == DType::f32) {  // the identity
@@ -339,7 +270,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
       keep_if_changed(run_kernel(op, {&moved}, type));
       return;
     }
-    case OpKind::compare: {
+    case OpClass::compare: {
       if (!any) return;
       const std::string& dir = op.word("comparison_direction");
       auto x = value_(op.operands[0]).as<float>(), y = value_(op.operands[1]).as<float>();
@@ -351,7 +282,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
       keep_if_changed(std::move(t));
       return;
     }
-    case OpKind::select: {  // f32 branches: the chosen one's deviation, or the other's value
+    case OpClass::select: {  // f32 branches: the chosen one's deviation, or the other's value
       if (!any) return;
       const ValueId pred = op.operands[0], t = op.operands[1], f = op.operands[2];
       auto choose = value_(pred).as<uint8_t>(), chosen = perturbation(pred).as<uint8_t>();
@@ -365,14 +296,8 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
       out = std::move(w.d);
       return;
     }
-    case OpKind::add:
-    case OpKind::subtract:
-    case OpKind::multiply:
-    case OpKind::divide:
-    case OpKind::maximum:
-    case OpKind::minimum:
-    case OpKind::power: {
-      const bool rounds = op.kind != OpKind::maximum && op.kind != OpKind::minimum;
+    case OpClass::binary: {
+      const bool rounds = info.rounding != Rounding::exact;
       if (!any && !rounds) return;
       auto x = value_(op.operands[0]).as<float>(), y = value_(op.operands[1]).as<float>();
       auto dx = perturbation(op.operands[0]).as<float>(), dy = perturbation(op.operands[1]).as<float>();
@@ -380,48 +305,43 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
       for (size_t i = 0; i < w.dv.size(); ++i) {
         const double xi = x[i], yi = y[i], ri = w.rv[i];
         if (!std::isfinite(xi) || !std::isfinite(yi) || !std::isfinite(ri)) {
-          w.dv[i] = float(deviation(binary_value(op.kind, xi + dx[i], yi + dy[i]), ri));
+          w.dv[i] = float(deviation(value_of(op.kind, xi + dx[i], yi + dy[i]), ri));
           continue;
         }
         // Exact operands whose exact result the storage holds: every correct backend has it.
-        const bool exact = !rounds || (dx[i] == 0 && dy[i] == 0 && op.kind != OpKind::power &&
-                                       binary_value(op.kind, xi, yi) == ri && holds(store.precision, float(ri)));
-        w.put(i, binary_change(op.kind, xi, dx[i], yi, dy[i], ri), exact ? 0 : w.rounding_variance(ri));
+        const bool exact = !rounds || (dx[i] == 0 && dy[i] == 0 && info.rounding == Rounding::correctly_rounded &&
+                                       value_of(op.kind, xi, yi) == ri && holds(store.precision, float(ri)));
+        w.put(i, change_of(op.kind, xi, dx[i], yi, dy[i], ri), exact ? 0 : w.rounding_variance(ri));
       }
       out = std::move(w.d);
       return;
     }
-    case OpKind::negate: {
-      if (!any) return;
-      Tensor n = shadow_[size_t(op.operands[0])].clone();
-      for (float& e : n.as_mut<float>()) e = -e;
-      out = std::move(n);
-      return;
-    }
-    case OpKind::exponential:
-    case OpKind::log:
-    case OpKind::sqrt:
-    case OpKind::rsqrt:
-    case OpKind::logistic:
-    case OpKind::sine:
-    case OpKind::cosine: {
+    case OpClass::unary: {
+      if (op.kind == OpKind::negate) {  // exact, and its deviation that of its operand negated
+        if (!any) return;
+        Tensor n = shadow_[size_t(op.operands[0])].clone();
+        for (float& e : n.as_mut<float>()) e = -e;
+        out = std::move(n);
+        return;
+      }
       auto x = value_(op.operands[0]).as<float>();
       auto dx = perturbation(op.operands[0]).as<float>();
       Result w = writer();
       for (size_t i = 0; i < w.dv.size(); ++i) {
         const double xi = x[i], ri = w.rv[i];
         if (!std::isfinite(xi) || !std::isfinite(ri)) {  // exp(-inf) = 0 in every backend
-          w.dv[i] = float(deviation(unary_value(op.kind, xi + dx[i]), ri));
+          w.dv[i] = float(deviation(value_of(op.kind, xi + dx[i], 0), ri));
           continue;
         }
-        const double change = dx[i] == 0 ? 0 : unary_change(op.kind, xi, dx[i], ri);
-        const bool exact = dx[i] == 0 && op.kind == OpKind::sqrt && std::sqrt(xi) == ri && holds(store.precision, float(ri));
+        const double change = dx[i] == 0 ? 0 : change_of(op.kind, xi, dx[i], 0, 0, ri);
+        const bool exact = dx[i] == 0 && info.rounding == Rounding::correctly_rounded && value_of(op.kind, xi, 0) == ri &&
+                           holds(store.precision, float(ri));
         w.put(i, change, exact ? 0 : w.rounding_variance(ri));
       }
       out = std::move(w.d);
       return;
     }
-    case OpKind::reduce_precision: {  // exact, given its operand
+    case OpClass::reduce_precision: {  // exact, given its operand
       if (!any) return;
       auto x = value_(op.operands[0]).as<float>();
       auto dx = shadow_[size_t(op.operands[0])].as<float>();
@@ -432,13 +352,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
       out = std::move(w.d);
       return;
     }
-    case OpKind::broadcast_in_dim:
-    case OpKind::reshape:
-    case OpKind::transpose:
-    case OpKind::slice:
-    case OpKind::concatenate:
-    case OpKind::dynamic_update_slice:
-    case OpKind::gather: {
+    case OpClass::movement: {
       // The deviations move with the elements, by the op's own kernel. An index that moves
       // (never, in an authored program: its indices are positions and tokens) leaves the
       // result without a bound.
@@ -459,16 +373,15 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
       out = run_kernel(op, in, type);
       return;
     }
-    case OpKind::reduce:
+    case OpClass::reduction:
       if (op.word("kind") == "add") {
         out = sum(index, op, writer());
         return;
       }
       if (any) out = extreme(op, writer());
       return;
-    case OpKind::dot_general: out = sum(index, op, writer()); return;
-    case OpKind::all_reduce:
-    case OpKind::all_gather: break;
+    case OpClass::contraction: out = sum(index, op, writer()); return;
+    case OpClass::collective: break;
   }
   throw Error("no perturbed run of this op");
 }

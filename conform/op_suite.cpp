@@ -141,25 +141,27 @@ std::vector<std::vector<int64_t>> groups(int64_t tp) {
 
 void elementwise_cases(Suite& s) {
   const S rank8{1, 2, 1, 3, 1, 2, 1, 2};
-  for (K k : {K::add, K::subtract, K::multiply, K::divide, K::maximum, K::minimum, K::power}) {
+  for (K k : op_kinds(OpClass::binary)) {
     auto [a, b] = s.pairs_f32();
     s.add("special pairs", k, {a, b});
     s.add("", k, {s.f32({}), s.f32({})});
     s.add("", k, {s.f32({0, 3}), s.f32({0, 3})});
     s.add("", k, {s.f32(rank8, 4), s.f32(rank8, 4)});
   }
-  for (K k : {K::add, K::subtract, K::multiply, K::maximum, K::minimum}) {
+  for (K k : op_kinds(OpClass::binary)) {
+    if (!op_info(k).i32) continue;
     auto [a, b] = s.pairs_i32();
     s.add("wrap-around", k, {a, b});
     s.add("", k, {s.i32({3, 5}, -1000, 1000), s.i32({3, 5}, -1000, 1000)});
   }
-  for (K k : {K::negate, K::exponential, K::log, K::sqrt, K::rsqrt, K::logistic, K::sine, K::cosine}) {
+  for (K k : op_kinds(OpClass::unary)) {
     s.add("", k, {s.f32({4, 16}, 4)});
     s.add("large", k, {s.f32({64}, 200, false)});
     s.add("", k, {s.f32({})});
     s.add("", k, {s.f32({2, 0})});
   }
-  s.add("wrap-around", K::negate, {Tensor::of_i32({4}, {i32_min, i32_max, 0, -5})});
+  for (K k : op_kinds(OpClass::unary))
+    if (op_info(k).i32) s.add("wrap-around", k, {Tensor::of_i32({4}, {i32_min, i32_max, 0, -5})});
   for (auto [e, m] : {std::pair<int64_t, int64_t>{8, 7}, {5, 10}, {4, 3}, {8, 0}, {1, 0}, {8, 23}, {11, 52}}) {
     const std::string label = fmt::format("exponent_bits={} mantissa_bits={}", e, m);
     s.add(label, K::reduce_precision, {s.f32({8, 16}, 2)}, {integer(e), integer(m)});

@@ -67,28 +67,16 @@ Kernel summing(Order order) {
 }
 
 // Element-wise ops in f32 arithmetic: the float functions of the C library, rsqrt as
-// 1 / sqrtf and the logistic as 1 / (1 + expf(-x)), as a plain C backend writes them.
-void eval_unary_f32(const Operation& op, Operands in, Tensor& out) {
-  auto x = in[0]->as<float>();
-  auto y = out.as_mut<float>();
-  for (size_t i = 0; i < y.size(); ++i) {
-    const float v = x[i];
-    switch (op.kind) {
-      case OpKind::exponential: y[i] = std::exp(v); break;
-      case OpKind::log: y[i] = std::log(v); break;
-      case OpKind::rsqrt: y[i] = 1.0f / std::sqrt(v); break;
-      case OpKind::logistic: y[i] = 1.0f / (1.0f + std::exp(-v)); break;
-      case OpKind::sine: y[i] = std::sin(v); break;
-      case OpKind::cosine: y[i] = std::cos(v); break;
-      default: y[i] = std::sqrt(v);  // sqrt; negate never reaches here
-    }
-  }
-}
-
-void eval_power_f32(const Operation&, Operands in, Tensor& out) {
-  auto x = in[0]->as<float>(), e = in[1]->as<float>();
-  auto y = out.as_mut<float>();
-  for (size_t i = 0; i < y.size(); ++i) y[i] = std::pow(x[i], e[i]);
+// 1 / sqrtf and the logistic as 1 / (1 + expf(-x)), as a plain C backend writes them
+// (OpInfo::scalar.f32).
+Kernel in_f32(float (*f)(float, float), Kernel reference) {
+  return [f, reference](const Operation& op, Operands in, Tensor& out) {
+    if (in[0]->dtype() != DType::f32) return reference(op, in, out);
+    auto x = in[0]->as<float>();
+    auto e = in.size() > 1 ? in[1]->as<float>() : std::span<const float>();
+    auto y = out.as_mut<float>();
+    for (size_t i = 0; i < y.size(); ++i) y[i] = f(x[i], e.empty() ? 0.0f : e[i]);
+  };
 }
 
 bool f32_sum(const Operation& op, Operands in) {
@@ -103,21 +91,8 @@ KernelTable kernels(Order order, bool f32_functions) {
       return [reference, sum = summing(order)](const Operation& op, Operands in, Tensor& out) {
         f32_sum(op, in) ? sum(op, in, out) : reference(op, in, out);
       };
-    if (!f32_functions) return reference;
-    switch (kind) {
-      case OpKind::exponential:
-      case OpKind::log:
-      case OpKind::sqrt:
-      case OpKind::rsqrt:
-      case OpKind::logistic:
-      case OpKind::sine:
-      case OpKind::cosine:
-        return [reference](const Operation& op, Operands in, Tensor& out) {
-          in[0]->dtype() == DType::f32 ? eval_unary_f32(op, in, out) : reference(op, in, out);
-        };
-      case OpKind::power: return eval_power_f32;
-      default: return reference;
-    }
+    const auto f32 = op_info(kind).scalar.f32;
+    return f32_functions && f32 ? in_f32(f32, reference) : reference;
   };
 }
 
@@ -164,49 +139,17 @@ void exact_tables(Program& p, TensorMap& weights) {
     const bool floats = t.dtype == DType::f32;
     const bool float_operands = !op.operands.empty() && p.type(op.operands[0]).dtype == DType::f32;
     Wide& w = wide[size_t(op.result)];
-    switch (op.kind) {
-      case OpKind::add:
-      case OpKind::subtract:
-      case OpKind::multiply:
-      case OpKind::divide:
-      case OpKind::power:
-      case OpKind::maximum:
-      case OpKind::minimum:
+    const OpInfo& info = op_info(op.kind);
+    switch (info.op_class) {
+      case OpClass::unary:
+      case OpClass::binary:  // the op's scalar semantics in double
         if (!floats) break;
         w = split(t, [&](size_t i) {
-          const double x = at(op.operands[0], i), y = at(op.operands[1], i);
-          switch (op.kind) {
-            case OpKind::add: return x + y;
-            case OpKind::subtract: return x - y;
-            case OpKind::multiply: return x * y;
-            case OpKind::divide: return x / y;
-            case OpKind::power: return std::pow(x, y);
-            case OpKind::maximum: return std::max(x, y);
-            default: return std::min(x, y);
-          }
+          const bool binary = info.op_class == OpClass::binary;
+          return info.scalar.f64(at(op.operands[0], i), binary ? at(op.operands[1], i) : 0.0);
         });
         continue;
-      case OpKind::exponential:
-      case OpKind::log:
-      case OpKind::sqrt:
-      case OpKind::rsqrt:
-      case OpKind::sine:
-      case OpKind::cosine:
-      case OpKind::negate:
-        w = split(t, [&](size_t i) {
-          const double x = at(op.operands[0], i);
-          switch (op.kind) {
-            case OpKind::exponential: return std::exp(x);
-            case OpKind::log: return std::log(x);
-            case OpKind::sqrt: return std::sqrt(x);
-            case OpKind::rsqrt: return 1 / std::sqrt(x);
-            case OpKind::sine: return std::sin(x);
-            case OpKind::cosine: return std::cos(x);
-            default: return -x;
-          }
-        });
-        continue;
-      case OpKind::compare:
+      case OpClass::compare:
         if (!float_operands) break;
         w.hi = Tensor(t);
         for (size_t i = 0; i < size_t(t.elements()); ++i) {
@@ -216,21 +159,23 @@ void exact_tables(Program& p, TensorMap& weights) {
                                                               : d == "EQ" ? x == y : x != y;
         }
         continue;
-      case OpKind::select:
+      case OpClass::select:
         if (!floats) break;
         w = split(t, [&](size_t i) {
           return at(wide[size_t(op.operands[0])].hi.as<uint8_t>()[i] ? op.operands[1] : op.operands[2], i);
         });
         continue;
-      case OpKind::broadcast_in_dim:
-      case OpKind::reshape:
-      case OpKind::transpose:
-      case OpKind::slice:
-        if (!floats) break;
+      case OpClass::movement:  // of one operand (broadcast_in_dim, reshape, transpose, slice): on hi and lo each
+        if (!floats || info.max_operands != 1) break;
         w.hi = kernel({&wide[size_t(op.operands[0])].hi});
         w.lo = kernel({&wide[size_t(op.operands[0])].lo});
         continue;
-      default: break;
+      case OpClass::value:
+      case OpClass::convert:
+      case OpClass::reduce_precision:
+      case OpClass::reduction:
+      case OpClass::contraction:
+      case OpClass::collective: break;
     }
     // Integers, predicates and conversions from them: exact; anything else as the reference.
     std::vector<const Tensor*> in;

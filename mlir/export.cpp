@@ -166,8 +166,12 @@ std::string scalar(Emitter& e, const Operation& op, DType dtype, const std::vect
         std::string ex = e.body_op(fmt::format("math.exp {} : {}", e.body_op(fmt::format("arith.negf {} : {}", x, t)), t));
         return e.body_op(fmt::format("arith.divf {}, {} : {}", one, e.body_op(fmt::format("arith.addf {}, {} : {}", one, ex, t)), t));
       });
-    default: throw Error("not an element-wise op");
+    case OpKind::constant: case OpKind::iota: case OpKind::convert: case OpKind::reduce_precision: case OpKind::compare:
+    case OpKind::select: case OpKind::broadcast_in_dim: case OpKind::reshape: case OpKind::transpose: case OpKind::slice:
+    case OpKind::concatenate: case OpKind::dynamic_update_slice: case OpKind::gather: case OpKind::reduce:
+    case OpKind::dot_general: case OpKind::all_reduce: case OpKind::all_gather: break;
   }
+  throw Error("not a unary or binary op");
 }
 
 std::string compare_predicate(const std::string& dir, bool f) {

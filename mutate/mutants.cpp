@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "author/author.h"
@@ -32,8 +33,19 @@ std::string anchor_of(const std::string& name) {
 }
 
 bool commutes(const Operation& op) {
-  if (op.kind == K::add || op.kind == K::multiply || op.kind == K::maximum || op.kind == K::minimum) return true;
+  if (op_info(op.kind).commutes) return true;
   return op.kind == K::compare && (op.word("comparison_direction") == "EQ" || op.word("comparison_direction") == "NE");
+}
+
+// The binary op a slip of the pen writes instead, if any.
+std::optional<K> slip(K kind) {
+  static const std::vector<std::pair<K, K>> slips = {{K::add, K::subtract}, {K::subtract, K::add},
+                                                     {K::multiply, K::divide}, {K::divide, K::multiply},
+                                                     {K::maximum, K::minimum}, {K::minimum, K::maximum},
+                                                     {K::power, K::multiply}};
+  for (auto [from, to] : slips)
+    if (from == kind) return to;
+  return std::nullopt;
 }
 
 // x + 1 (in x's type), computed just before `at`, standing for x there.
@@ -52,68 +64,68 @@ std::vector<Mutation> mutations_of(const Program& p, const Operation& op) {
   auto attr_to = [&](const std::string& attr, Attr value, const std::string& what) {
     out.push_back({what, [attr, value](Rewriter& r, ValueId v) { r.set_attr(v, attr, value); }});
   };
-  switch (op.kind) {
-    case K::add: kind_to(K::subtract); break;
-    case K::subtract: kind_to(K::add); break;
-    case K::multiply: if (f32) kind_to(K::divide); break;
-    case K::divide: kind_to(K::multiply); break;
-    case K::maximum: kind_to(K::minimum); break;
-    case K::minimum: kind_to(K::maximum); break;
-    case K::power: kind_to(K::multiply); break;
-    case K::compare:
+  switch (op_info(op.kind).op_class) {
+    case OpClass::binary:  // to an op defined on the result's type
+      if (std::optional<K> to = slip(op.kind); to && (f32 || op_info(*to).i32)) kind_to(*to);
+      break;
+    case OpClass::compare:
       for (const char* d : {"EQ", "NE", "LT", "LE", "GT", "GE"})
         if (op.word("comparison_direction") != d)
           attr_to("comparison_direction", word(d), fmt::format("{} -> {}", op.word("comparison_direction"), d));
       break;
-    case K::reduce:
+    case OpClass::reduction:
       for (const char* k : {"add", "max", "min"})
         if (op.word("kind") != k) attr_to("kind", word(k), fmt::format("reduce {} -> {}", op.word("kind"), k));
       break;
-    case K::constant: {  // relative to the value in the program at hand (it follows the spec)
-      const double v = op.number("value");
-      const bool i32 = t.dtype == DType::i32;
-      auto changed = [i32](const std::string& what) -> std::function<double(double)> {
-        if (what == "one ulp up") return [](double x) { return double(std::nextafter(float(x), INFINITY)); };
-        if (what == "+1") return [](double x) { return x + 1; };
-        if (what == "x2") return [i32](double x) { return i32 ? x * 2 : double(float(x * 2)); };
-        return [](double) { return 0.0; };
-      };
-      for (const char* what : {i32 ? "+1" : "one ulp up", "x2", "to 0"}) {
-        std::function<double(double)> f = changed(what);
-        const double to = f(v);
-        if (to == v || !std::isfinite(to) || !std::isfinite(v) || std::abs(to) >= 2147483647.0) continue;
-        out.push_back({fmt::format("constant {}", what), [f](Rewriter& r, ValueId x) {
-                         r.set_attr(x, "value", number(f(r.op(x).number("value"))));
-                       }});
+    case OpClass::value:
+      if (op.kind == K::iota)
+        for (int64_t d = 0; d < t.rank(); ++d)
+          if (d != op.integer("iota_dimension")) attr_to("iota_dimension", integer(d), fmt::format("iota along dimension {}", d));
+      if (op.kind == K::constant) {  // relative to the value in the program at hand (it follows the spec)
+        const double v = op.number("value");
+        const bool i32 = t.dtype == DType::i32;
+        auto changed = [i32](const std::string& what) -> std::function<double(double)> {
+          if (what == "one ulp up") return [](double x) { return double(std::nextafter(float(x), INFINITY)); };
+          if (what == "+1") return [](double x) { return x + 1; };
+          if (what == "x2") return [i32](double x) { return i32 ? x * 2 : double(float(x * 2)); };
+          return [](double) { return 0.0; };
+        };
+        for (const char* what : {i32 ? "+1" : "one ulp up", "x2", "to 0"}) {
+          std::function<double(double)> f = changed(what);
+          const double to = f(v);
+          if (to == v || !std::isfinite(to) || !std::isfinite(v) || std::abs(to) >= 2147483647.0) continue;
+          out.push_back({fmt::format("constant {}", what), [f](Rewriter& r, ValueId x) {
+                           r.set_attr(x, "value", number(f(r.op(x).number("value"))));
+                         }});
+        }
       }
       break;
-    }
-    case K::iota:
-      for (int64_t d = 0; d < t.rank(); ++d)
-        if (d != op.integer("iota_dimension")) attr_to("iota_dimension", integer(d), fmt::format("iota along dimension {}", d));
+    case OpClass::movement:
+      if (op.kind == K::slice) {  // the window moved by one along one dimension, in the program at hand
+        const auto &start = op.ints("start_indices"), &limit = op.ints("limit_indices");
+        const Shape& in = p.type(op.operands[0]).shape;
+        for (size_t d = 0; d < start.size(); ++d)
+          for (int64_t step : {-1, 1})
+            if (start[d] + step >= 0 && limit[d] + step <= in[d])
+              out.push_back({fmt::format("slice window {:+} along dimension {}", step, d), [d, step](Rewriter& r, ValueId v) {
+                             std::vector<int64_t> s = r.op(v).ints("start_indices"), l = r.op(v).ints("limit_indices");
+                             s[d] += step, l[d] += step;
+                             r.set_attrs(v, {{"start_indices", ints(s)}, {"limit_indices", ints(l)}});
+                           }});
+      }
+      if (op.kind == K::dynamic_update_slice)
+        for (size_t i = 2; i < op.operands.size(); ++i)
+          out.push_back({fmt::format("start index {} + 1", i - 2),
+                         [i](Rewriter& r, ValueId v) { r.set_operand(v, i, plus_one(r, v, r.operand(v, i))); }});
+      if (op.kind == K::gather)
+        out.push_back({"indices + 1", [](Rewriter& r, ValueId v) { r.set_operand(v, 1, plus_one(r, v, r.operand(v, 1))); }});
       break;
-    case K::slice: {  // the window moved by one along one dimension, in the program at hand
-      const auto &start = op.ints("start_indices"), &limit = op.ints("limit_indices");
-      const Shape& in = p.type(op.operands[0]).shape;
-      for (size_t d = 0; d < start.size(); ++d)
-        for (int64_t step : {-1, 1})
-          if (start[d] + step >= 0 && limit[d] + step <= in[d])
-            out.push_back({fmt::format("slice window {:+} along dimension {}", step, d), [d, step](Rewriter& r, ValueId v) {
-                           std::vector<int64_t> s = r.op(v).ints("start_indices"), l = r.op(v).ints("limit_indices");
-                           s[d] += step, l[d] += step;
-                           r.set_attrs(v, {{"start_indices", ints(s)}, {"limit_indices", ints(l)}});
-                         }});
-      break;
-    }
-    case K::dynamic_update_slice:
-      for (size_t i = 2; i < op.operands.size(); ++i)
-        out.push_back({fmt::format("start index {} + 1", i - 2),
-                       [i](Rewriter& r, ValueId v) { r.set_operand(v, i, plus_one(r, v, r.operand(v, i))); }});
-      break;
-    case K::gather:
-      out.push_back({"indices + 1", [](Rewriter& r, ValueId v) { r.set_operand(v, 1, plus_one(r, v, r.operand(v, 1))); }});
-      break;
-    default: break;
+    case OpClass::convert:
+    case OpClass::unary:
+    case OpClass::reduce_precision:
+    case OpClass::select:
+    case OpClass::contraction:
+    case OpClass::collective: break;
   }
   // Swapped operands, where the order matters and the types allow.
   if (!commutes(op) && op.operands.size() >= 2) {
@@ -125,7 +137,7 @@ std::vector<Mutation> mutations_of(const Program& p, const Operation& op) {
   // The op skipped: its first operand of the result's type stands for it.
   for (size_t i = 0; i < op.operands.size(); ++i)
     if (p.type(op.operands[i]) == t) {
-      const std::string what = op.kind == K::all_reduce || op.kind == K::all_gather ? "collective dropped" : "op bypassed";
+      const std::string what = op_info(op.kind).op_class == OpClass::collective ? "collective dropped" : "op bypassed";
       out.push_back({fmt::format("{} (operand {})", what, i), [i](Rewriter& r, ValueId v) { r.bypass(v, i); }});
       break;
     }

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <stdexcept>
 
 #include "core/error.h"
+#include "core/ieee.h"
 
 namespace cutcheck {
 namespace {
@@ -18,49 +21,149 @@ const std::vector<std::string_view> sum_only = {"add"};
 using K = OpKind;
 using A = AttrKind;
 
-const std::vector<OpInfo>& table() {
-  static const std::vector<OpInfo> ops = {
-      {K::constant, "constant", 0, 0, {{"value", A::number, {}}}, true},
-      {K::iota, "iota", 0, 0, {{"iota_dimension", A::integer, {}}}, true},
-      {K::convert, "convert", 1, 1, {}, true},
-      {K::add, "add", 2, 2, {}, false},
-      {K::subtract, "subtract", 2, 2, {}, false},
-      {K::multiply, "multiply", 2, 2, {}, false},
-      {K::divide, "divide", 2, 2, {}, false},
-      {K::maximum, "maximum", 2, 2, {}, false},
-      {K::minimum, "minimum", 2, 2, {}, false},
-      {K::power, "power", 2, 2, {}, false},
-      {K::negate, "negate", 1, 1, {}, false},
-      {K::exponential, "exponential", 1, 1, {}, false},
-      {K::log, "log", 1, 1, {}, false},
-      {K::sqrt, "sqrt", 1, 1, {}, false},
-      {K::rsqrt, "rsqrt", 1, 1, {}, false},
-      {K::logistic, "logistic", 1, 1, {}, false},
-      {K::sine, "sine", 1, 1, {}, false},
-      {K::cosine, "cosine", 1, 1, {}, false},
+using C = OpClass;
+using R = Rounding;
+using W = InPlace;
+
+// The element-wise ops' scalar semantics: f32 in double (rounded once by the kernel), i32
+// exactly (wrapped by the kernel), the C library's float form, and the change of the
+// result for changes of its operands, each term of which stays accurate where the change
+// is small against the value.
+double expm1_small(double d) { return std::abs(d) < 0x1p-12 ? d * (1 + d * (0.5 + d / 6)) : std::expm1(d); }
+// exp(-inf) is +0 exactly (C Annex F): a masked attention score takes no library call.
+double exp_f64(double x, double) { return x == -INFINITY ? 0.0 : std::exp(x); }
+double logistic_f64(double x, double) { return 1.0 / (1.0 + std::exp(-x)); }
+
+const Scalar add_scalar{
+    [](double x, double y) { return x + y; }, [](int64_t x, int64_t y) { return x + y; }, nullptr,
+    [](double, double dx, double, double dy, double) { return dx + dy; }};
+const Scalar subtract_scalar{
+    [](double x, double y) { return x - y; }, [](int64_t x, int64_t y) { return x - y; }, nullptr,
+    [](double, double dx, double, double dy, double) { return dx - dy; }};
+const Scalar multiply_scalar{
+    [](double x, double y) { return x * y; }, [](int64_t x, int64_t y) { return x * y; }, nullptr,
+    [](double x, double dx, double y, double dy, double) { return x * dy + dx * y + dx * dy; }};
+const Scalar divide_scalar{
+    [](double x, double y) { return x / y; }, nullptr, nullptr,
+    [](double x, double dx, double y, double dy, double) { return (dx * y - x * dy) / (y * (y + dy)); }};
+const Scalar maximum_scalar{ieee_maximum, [](int64_t x, int64_t y) { return x > y ? x : y; }, nullptr, nullptr};
+const Scalar minimum_scalar{ieee_minimum, [](int64_t x, int64_t y) { return x < y ? x : y; }, nullptr, nullptr};
+const Scalar power_scalar{[](double x, double y) { return std::pow(x, y); }, nullptr,
+                          [](float x, float y) { return std::pow(x, y); }, nullptr};
+const Scalar negate_scalar{[](double x, double) { return -x; }, [](int64_t x, int64_t) { return -x; }, nullptr,
+                           [](double, double dx, double, double, double) { return -dx; }};
+const Scalar exponential_scalar{
+    exp_f64, nullptr, [](float x, float) { return std::exp(x); },
+    [](double x, double d, double, double, double r) {
+      return std::abs(d) < 1 && r != 0 ? r * expm1_small(d) : std::exp(x + d) - r;
+    }};
+const Scalar log_scalar{[](double x, double) { return std::log(x); }, nullptr,
+                        [](float x, float) { return std::log(x); },
+                        [](double x, double d, double, double, double) { return std::log1p(d / x); }};
+const Scalar sqrt_scalar{[](double x, double) { return std::sqrt(x); }, nullptr,
+                         [](float x, float) { return std::sqrt(x); },
+                         [](double x, double d, double, double, double r) {
+                           const double t = d / x;
+                           return t > -1 ? r * t / (std::sqrt(1 + t) + 1) : NAN;
+                         }};
+const Scalar rsqrt_scalar{[](double x, double) { return 1.0 / std::sqrt(x); }, nullptr,
+                          [](float x, float) { return 1.0f / std::sqrt(x); },
+                          [](double x, double d, double, double, double r) {
+                            const double t = d / x;
+                            if (!(t > -1)) return double(NAN);
+                            const double s = std::sqrt(1 + t);
+                            return -r * t / ((1 + s) * s);
+                          }};
+const Scalar logistic_scalar{logistic_f64, nullptr, [](float x, float) { return 1.0f / (1.0f + std::exp(-x)); },
+                             [](double x, double d, double, double, double) {
+                               return logistic_f64(x + d, 0) - logistic_f64(x, 0);
+                             }};
+const Scalar sine_scalar{[](double x, double) { return std::sin(x); }, nullptr,
+                         [](float x, float) { return std::sin(x); },
+                         [](double x, double d, double, double, double) { return 2 * std::cos(x + d / 2) * std::sin(d / 2); }};
+const Scalar cosine_scalar{
+    [](double x, double) { return std::cos(x); }, nullptr, [](float x, float) { return std::cos(x); },
+    [](double x, double d, double, double, double) { return -2 * std::sin(x + d / 2) * std::sin(d / 2); }};
+
+// Columns after the type rule's: class, takes i32, rounding, in place, commutes, scalar.
+std::vector<OpInfo> rows() {
+  return {
+      {K::constant, "constant", 0, 0, {{"value", A::number, {}}}, true, C::value, true, R::exact, W::none, false, {}},
+      {K::iota, "iota", 0, 0, {{"iota_dimension", A::integer, {}}}, true, C::value, true, R::exact, W::none, false, {}},
+      {K::convert, "convert", 1, 1, {}, true, C::convert, true, R::correctly_rounded, W::any, false, {}},
+      {K::add, "add", 2, 2, {}, false, C::binary, true, R::correctly_rounded, W::any, true, add_scalar},
+      {K::subtract, "subtract", 2, 2, {}, false, C::binary, true, R::correctly_rounded, W::any, false, subtract_scalar},
+      {K::multiply, "multiply", 2, 2, {}, false, C::binary, true, R::correctly_rounded, W::any, true, multiply_scalar},
+      {K::divide, "divide", 2, 2, {}, false, C::binary, false, R::correctly_rounded, W::any, false, divide_scalar},
+      {K::maximum, "maximum", 2, 2, {}, false, C::binary, true, R::exact, W::any, true, maximum_scalar},
+      {K::minimum, "minimum", 2, 2, {}, false, C::binary, true, R::exact, W::any, true, minimum_scalar},
+      {K::power, "power", 2, 2, {}, false, C::binary, false, R::function, W::any, false, power_scalar},
+      {K::negate, "negate", 1, 1, {}, false, C::unary, true, R::exact, W::any, false, negate_scalar},
+      {K::exponential, "exponential", 1, 1, {}, false, C::unary, false, R::function, W::any, false, exponential_scalar},
+      {K::log, "log", 1, 1, {}, false, C::unary, false, R::function, W::any, false, log_scalar},
+      {K::sqrt, "sqrt", 1, 1, {}, false, C::unary, false, R::correctly_rounded, W::any, false, sqrt_scalar},
+      {K::rsqrt, "rsqrt", 1, 1, {}, false, C::unary, false, R::function, W::any, false, rsqrt_scalar},
+      {K::logistic, "logistic", 1, 1, {}, false, C::unary, false, R::function, W::any, false, logistic_scalar},
+      {K::sine, "sine", 1, 1, {}, false, C::unary, false, R::function, W::any, false, sine_scalar},
+      {K::cosine, "cosine", 1, 1, {}, false, C::unary, false, R::function, W::any, false, cosine_scalar},
       {K::reduce_precision, "reduce_precision", 1, 1,
-       {{"exponent_bits", A::integer, {}}, {"mantissa_bits", A::integer, {}}}, false},
-      {K::compare, "compare", 2, 2, {{"comparison_direction", A::word, directions}}, false},
-      {K::select, "select", 3, 3, {}, false},
-      {K::broadcast_in_dim, "broadcast_in_dim", 1, 1, {{"broadcast_dimensions", A::ints, {}}}, true},
-      {K::reshape, "reshape", 1, 1, {}, true},
-      {K::transpose, "transpose", 1, 1, {{"permutation", A::ints, {}}}, false},
+       {{"exponent_bits", A::integer, {}}, {"mantissa_bits", A::integer, {}}}, false, C::reduce_precision, false,
+       R::exact, W::any, false, {}},
+      {K::compare, "compare", 2, 2, {{"comparison_direction", A::word, directions}}, false, C::compare, true, R::exact,
+       W::any, false, {}},
+      {K::select, "select", 3, 3, {}, false, C::select, true, R::exact, W::any, false, {}},
+      {K::broadcast_in_dim, "broadcast_in_dim", 1, 1, {{"broadcast_dimensions", A::ints, {}}}, true, C::movement, true,
+       R::exact, W::none, false, {}},
+      {K::reshape, "reshape", 1, 1, {}, true, C::movement, true, R::exact, W::any, false, {}},
+      {K::transpose, "transpose", 1, 1, {{"permutation", A::ints, {}}}, false, C::movement, true, R::exact, W::none,
+       false, {}},
       {K::slice, "slice", 1, 1,
-       {{"start_indices", A::ints, {}}, {"limit_indices", A::ints, {}}, {"strides", A::ints, {}}}, false},
-      {K::concatenate, "concatenate", 1, -1, {{"dimension", A::integer, {}}}, false},
-      {K::dynamic_update_slice, "dynamic_update_slice", 2, -1, {}, false},
-      {K::gather, "gather", 2, 2, {}, false},
-      {K::reduce, "reduce", 1, 1, {{"kind", A::word, reductions}, {"dimensions", A::ints, {}}}, false},
+       {{"start_indices", A::ints, {}}, {"limit_indices", A::ints, {}}, {"strides", A::ints, {}}}, false, C::movement,
+       true, R::exact, W::none, false, {}},
+      {K::concatenate, "concatenate", 1, -1, {{"dimension", A::integer, {}}}, false, C::movement, true, R::exact,
+       W::none, false, {}},
+      {K::dynamic_update_slice, "dynamic_update_slice", 2, -1, {}, false, C::movement, true, R::exact, W::first, false,
+       {}},
+      {K::gather, "gather", 2, 2, {}, false, C::movement, true, R::exact, W::none, false, {}},
+      {K::reduce, "reduce", 1, 1, {{"kind", A::word, reductions}, {"dimensions", A::ints, {}}}, false, C::reduction,
+       true, R::sum, W::none, false, {}},
       {K::dot_general, "dot_general", 2, 2,
        {{"lhs_batching_dimensions", A::ints, {}},
         {"rhs_batching_dimensions", A::ints, {}},
         {"lhs_contracting_dimensions", A::ints, {}},
         {"rhs_contracting_dimensions", A::ints, {}}},
-       false},
-      {K::all_reduce, "all_reduce", 1, 1, {{"kind", A::word, sum_only}, {"replica_groups", A::int_lists, {}}}, false},
+       false, C::contraction, false, R::sum, W::none, false, {}},
+      {K::all_reduce, "all_reduce", 1, 1, {{"kind", A::word, sum_only}, {"replica_groups", A::int_lists, {}}}, false,
+       C::collective, true, R::sum, W::none, false, {}},
       {K::all_gather, "all_gather", 1, 1,
-       {{"all_gather_dim", A::integer, {}}, {"replica_groups", A::int_lists, {}}}, false},
+       {{"all_gather_dim", A::integer, {}}, {"replica_groups", A::int_lists, {}}}, false, C::collective, true,
+       R::exact, W::none, false, {}},
   };
+}
+
+// Each row at its kind's index, whatever the order rows() lists them in; a kind with no
+// row, or with two, stops the program at its first op lookup (tests/test_ops.cpp reads
+// every row).
+const std::vector<OpInfo>& table() {
+  static const std::vector<OpInfo> ops = [] {
+    std::vector<OpInfo> listed = rows();
+    std::vector<std::optional<OpInfo>> at(op_count);
+    for (OpInfo& row : listed) {
+      const size_t i = size_t(row.kind);
+      if (i >= op_count || at[i]) throw std::logic_error(fmt::format("op table: a second row for {}, or op_count too small", row.name));
+      at[i] = std::move(row);
+    }
+    std::vector<OpInfo> out;
+    for (size_t i = 0; i < op_count; ++i) {
+      if (!at[i]) throw std::logic_error(fmt::format("op table: no row for OpKind {}", i));
+      const OpInfo& row = *at[i];
+      const bool elementwise = row.op_class == C::unary || row.op_class == C::binary;
+      if (elementwise != bool(row.scalar.f64) || (elementwise && row.i32) != bool(row.scalar.i32))
+        throw std::logic_error(fmt::format("op table: {} has the scalar semantics of the wrong class", row.name));
+      out.push_back(std::move(*at[i]));
+    }
+    return out;
+  }();
   return ops;
 }
 
@@ -91,7 +194,8 @@ void check_dims(std::string_view op, const char* what, const std::vector<int64_t
   }
 }
 
-TensorType elementwise(const OpInfo& info, std::span<const TensorType* const> in, bool ints_allowed) {
+TensorType elementwise(const OpInfo& info, std::span<const TensorType* const> in) {
+  const bool ints_allowed = info.i32;
   for (const TensorType* t : in) {
     if (t->dtype != DType::f32 && !(ints_allowed && t->dtype == DType::i32))
       fail(info.name, fmt::format("operands must be {}, got {}", ints_allowed ? "f32 or i32" : "f32", t->str()));
@@ -134,12 +238,11 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
     case K::add:
     case K::subtract:
     case K::multiply:
+    case K::divide:
     case K::maximum:
     case K::minimum:
-    case K::negate:
-      return elementwise(info, in, true);
-    case K::divide:
     case K::power:
+    case K::negate:
     case K::exponential:
     case K::log:
     case K::sqrt:
@@ -147,13 +250,13 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
     case K::logistic:
     case K::sine:
     case K::cosine:
-      return elementwise(info, in, false);
+      return elementwise(info, in);
     case K::reduce_precision:
       if (a.integer(0) < 1) fail(op, fmt::format("exponent_bits must be at least 1, got {}", a.integer(0)));
       if (a.integer(1) < 0) fail(op, fmt::format("mantissa_bits must be at least 0, got {}", a.integer(1)));
-      return elementwise(info, in, false);
+      return elementwise(info, in);
     case K::compare: {
-      TensorType t = elementwise(info, in, true);
+      TensorType t = elementwise(info, in);
       return {DType::i1, t.shape};
     }
     case K::select:
@@ -319,6 +422,13 @@ bool find_op(std::string_view name, OpKind& out) {
 std::vector<OpKind> all_op_kinds() {
   std::vector<OpKind> out;
   for (const OpInfo& info : table()) out.push_back(info.kind);
+  return out;
+}
+
+std::vector<OpKind> op_kinds(OpClass op_class) {
+  std::vector<OpKind> out;
+  for (const OpInfo& info : table())
+    if (info.op_class == op_class) out.push_back(info.kind);
   return out;
 }
 

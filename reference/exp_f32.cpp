@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "reference/ieee.h"
+#include "core/ieee.h"
 #include "reference/vector_clones.h"
 
 // The project builds without contraction (-ffp-contract=off, CMakeLists.txt): every clone

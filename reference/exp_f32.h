@@ -1,5 +1,5 @@
 // exp and logistic over f32 elements, with the reference's bits but without a libm call
-// per element. The definitions stay in eval_unary (kernels_elementwise.cpp): libm's double
+// per element. The definitions are the ops' scalars in the op table (program/ops.cpp): libm's double
 // exp, and 1 / (1 + exp(-x)), each rounded once to f32. Here each element is first
 // computed by a polynomial in double, a few units in the last place of double from the
 // exact value; an f32 result can differ from the definition's only where the exact value

@@ -15,13 +15,13 @@ Kernel kernel_for(OpKind kind) {
     case OpKind::minimum:
     case OpKind::power: return eval_binary;
     case OpKind::negate:
-    case OpKind::exponential:
     case OpKind::log:
     case OpKind::sqrt:
     case OpKind::rsqrt:
-    case OpKind::logistic:
     case OpKind::sine:
     case OpKind::cosine: return eval_unary;
+    case OpKind::exponential: return eval_exponential;
+    case OpKind::logistic: return eval_logistic;
     case OpKind::reduce_precision: return eval_reduce_precision;
     case OpKind::compare: return eval_compare;
     case OpKind::select: return eval_select;
@@ -41,13 +41,11 @@ Kernel kernel_for(OpKind kind) {
 }
 
 bool may_write_over(OpKind kind, size_t operand) {
-  if (kind == OpKind::dynamic_update_slice) return operand == 0;  // copied to itself, then the update written
-  // The kernels that compute result element i from element i of their operands alone.
-  using Plain = void (*)(const Operation&, Operands, Tensor&);
-  const Kernel kernel = kernel_for(kind);
-  const Plain* f = kernel ? kernel.target<Plain>() : nullptr;
-  for (Plain elementwise : {eval_convert, eval_binary, eval_unary, eval_reduce_precision, eval_compare, eval_select, eval_reshape})
-    if (f && *f == elementwise) return true;
+  switch (op_info(kind).in_place) {
+    case InPlace::none: return false;
+    case InPlace::any: return true;
+    case InPlace::first: return operand == 0;
+  }
   return false;
 }
 

@@ -23,10 +23,10 @@ using Kernel = std::function<void(const Operation& op, Operands in, Tensor& out)
 // The kernel of an op; collectives have none (the multi-chip runner carries them out).
 Kernel kernel_for(OpKind kind);
 // Whether kernel_for(kind) still computes its result when the result's buffer is operand
-// `operand`'s (of the same bytes and element width): the kernel reads each element of it
-// before writing the same element of the result, or leaves it as it is. True for the
-// element-wise ops, reshape, and dynamic_update_slice's operand 0; the interpreter then
-// writes the result over an operand that dies at the op (interpreter.h).
+// `operand`'s (of the same bytes and element width), as OpInfo::in_place says: the kernel
+// reads each element of it before writing the same element of the result, or leaves it as
+// it is. The interpreter then writes the result over an operand that dies at the op
+// (interpreter.h).
 bool may_write_over(OpKind kind, size_t operand);
 
 // A table of kernels: the reference's is kernel_for. Another table computes the same ops
@@ -37,8 +37,11 @@ using KernelTable = std::function<Kernel(OpKind kind)>;
 void eval_constant(const Operation& op, Operands in, Tensor& out);
 void eval_iota(const Operation& op, Operands in, Tensor& out);
 void eval_convert(const Operation& op, Operands in, Tensor& out);
-void eval_binary(const Operation& op, Operands in, Tensor& out);  // add ... power
-void eval_unary(const Operation& op, Operands in, Tensor& out);   // negate ... cosine
+void eval_binary(const Operation& op, Operands in, Tensor& out);  // OpClass::binary, by OpInfo::scalar
+void eval_unary(const Operation& op, Operands in, Tensor& out);   // OpClass::unary, by OpInfo::scalar
+// eval_unary's exponential and logistic, by a polynomial checked against the definition (exp_f32.h).
+void eval_exponential(const Operation& op, Operands in, Tensor& out);
+void eval_logistic(const Operation& op, Operands in, Tensor& out);
 void eval_reduce_precision(const Operation& op, Operands in, Tensor& out);
 // x rounded to `mantissa_bits` and clamped to `exponent_bits` as reduce_precision does.
 float reduce_precision(float x, int64_t exponent_bits, int64_t mantissa_bits);

@@ -7,11 +7,11 @@
 #include <memory>
 #include <type_traits>
 
-#include "reference/ieee.h"
-#include "reference/index.h"
-#include "reference/parallel.h"
-#include "reference/kernels.h"
+#include "core/ieee.h"
 #include "reference/contract_tile.h"
+#include "reference/index.h"
+#include "reference/kernels.h"
+#include "reference/parallel.h"
 
 namespace cutcheck {
 namespace {

@@ -1,5 +1,6 @@
-// Values from nothing, and element-wise ops. Each op's semantics is the one lambda in
-// its case; f32 math happens in double and is rounded to f32 when stored.
+// Values from nothing, and element-wise ops. A unary or binary op's semantics is its
+// scalar in the op table (program/ops.h); f32 math happens in double and is rounded to
+// f32 when stored.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -7,8 +8,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/ieee.h"
 #include "reference/exp_f32.h"
-#include "reference/ieee.h"
 #include "reference/kernels.h"
 #include "reference/vector_clones.h"
 
@@ -101,55 +102,42 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
   }
 }
 
+// The op's scalar semantics from its row of the op table (program/ops.h).
 CUTCHECK_CLONES void eval_binary(const Operation& op, Operands in, Tensor& out) {
   const Tensor &a = *in[0], &b = *in[1];
+  const Scalar& s = op_info(op.kind).scalar;
+  if (!s.f64) throw Error("not a binary op");
   if (a.dtype() == DType::i32) {
     using I = int32_t;
-    switch (op.kind) {
-      case OpKind::add: return map2<I, I>(a, b, out, [](int64_t x, int64_t y) { return wrap(x + y); });
-      case OpKind::subtract: return map2<I, I>(a, b, out, [](int64_t x, int64_t y) { return wrap(x - y); });
-      case OpKind::multiply: return map2<I, I>(a, b, out, [](int64_t x, int64_t y) { return wrap(x * y); });
-      case OpKind::maximum: return map2<I, I>(a, b, out, [](I x, I y) { return x > y ? x : y; });
-      case OpKind::minimum: return map2<I, I>(a, b, out, [](I x, I y) { return x < y ? x : y; });
-      default: throw Error("binary op not defined on i32");
-    }
+    if (!s.i32) throw Error("binary op not defined on i32");
+    return map2<I, I>(a, b, out, [f = s.i32](int64_t x, int64_t y) { return wrap(f(x, y)); });
   }
   using F = float;
-  switch (op.kind) {
-    case OpKind::add: return map2<F, F>(a, b, out, [](double x, double y) { return x + y; });
-    case OpKind::subtract: return map2<F, F>(a, b, out, [](double x, double y) { return x - y; });
-    case OpKind::multiply: return map2<F, F>(a, b, out, [](double x, double y) { return x * y; });
-    case OpKind::divide: return map2<F, F>(a, b, out, [](double x, double y) { return x / y; });
-    case OpKind::maximum: return map2<F, F>(a, b, out, ieee_maximum);
-    case OpKind::minimum: return map2<F, F>(a, b, out, ieee_minimum);
-    case OpKind::power: return map2<F, F>(a, b, out, [](double x, double y) { return std::pow(x, y); });
-    default: throw Error("not a binary op");
-  }
+  return map2<F, F>(a, b, out, [f = s.f64](double x, double y) { return f(x, y); });
 }
 
 void eval_unary(const Operation& op, Operands in, Tensor& out) {
   const Tensor& a = *in[0];
+  const Scalar& s = op_info(op.kind).scalar;
+  if (!s.f64) throw Error("not a unary op");
   if (a.dtype() == DType::i32) {
-    if (op.kind != OpKind::negate) throw Error("unary op not defined on i32");
-    return map1<int32_t>(a, out, [](int64_t x) { return wrap(-x); });
+    if (!s.i32) throw Error("unary op not defined on i32");
+    return map1<int32_t>(a, out, [f = s.i32](int64_t x) { return wrap(f(x, 0)); });
   }
   using F = float;
-  switch (op.kind) {
-    case OpKind::negate: return map1<F>(a, out, [](double x) { return -x; });
-    // exp(-inf) is +0 exactly (C Annex F): a masked attention score takes no library call.
-    // exp and logistic run as their definitions here, with the same bits, but most
-    // elements by a polynomial (exp_f32.h).
-    case OpKind::exponential:
-      return exp_elements(a.as<F>(), out.as_mut<F>(), [](double x) { return x == -INFINITY ? 0.0 : std::exp(x); });
-    case OpKind::log: return map1<F>(a, out, [](double x) { return std::log(x); });
-    case OpKind::sqrt: return map1<F>(a, out, [](double x) { return std::sqrt(x); });
-    case OpKind::rsqrt: return map1<F>(a, out, [](double x) { return 1.0 / std::sqrt(x); });
-    case OpKind::logistic:
-      return logistic_elements(a.as<F>(), out.as_mut<F>(), [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
-    case OpKind::sine: return map1<F>(a, out, [](double x) { return std::sin(x); });
-    case OpKind::cosine: return map1<F>(a, out, [](double x) { return std::cos(x); });
-    default: throw Error("not a unary op");
-  }
+  return map1<F>(a, out, [f = s.f64](double x) { return f(x, 0); });
+}
+
+// exp and logistic run as their definitions, with the same bits, but most elements by a
+// polynomial (exp_f32.h).
+void eval_exponential(const Operation& op, Operands in, Tensor& out) {
+  if (in[0]->dtype() != DType::f32) return eval_unary(op, in, out);
+  exp_elements(in[0]->as<float>(), out.as_mut<float>(), [](double x) { return op_info(OpKind::exponential).scalar.f64(x, 0); });
+}
+
+void eval_logistic(const Operation& op, Operands in, Tensor& out) {
+  if (in[0]->dtype() != DType::f32) return eval_unary(op, in, out);
+  logistic_elements(in[0]->as<float>(), out.as_mut<float>(), [](double x) { return op_info(OpKind::logistic).scalar.f64(x, 0); });
 }
 
 // The f32 nearest to x in a format with `exponent_bits` and `mantissa_bits`, on x's bits:

@@ -18,8 +18,8 @@
 
 #include "author/builder.h"
 #include "core/half.h"
+#include "core/ieee.h"
 #include "reference/contract_tile.h"
-#include "reference/ieee.h"
 #include "reference/kernels.h"
 #include "reference/parallel.h"
 #include "tests/helpers.h"
