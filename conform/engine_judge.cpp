@@ -36,6 +36,34 @@ bool compare(EngineVerdict& v, PositionFigure& fig, double got, double want, dou
   return false;
 }
 
+// A full distribution sums to 1: log sum_j exp(lp_j) of the engine's log-probabilities,
+// over the tokens that have a bound (the others carry less than 2^-126 each and may be
+// anything), lies within the allowance of the reference's over the same tokens.
+bool normalised(EngineVerdict& v, const LogProbabilities& want, const std::vector<double>& got, size_t request,
+                int64_t position) {
+  if (!std::isfinite(want.total_bound)) return true;
+  double top = -std::numeric_limits<double>::infinity();
+  for (size_t t = 0; t < got.size(); ++t)
+    if (std::isfinite(want.bound[t])) top = std::max(top, got[t]);
+  if (!std::isfinite(top)) return true;  // every bounded token already failed, or none has a bound
+  double engine = 0, reference = 0;
+  for (size_t t = 0; t < got.size(); ++t) {
+    if (!std::isfinite(want.bound[t])) continue;
+    engine += std::exp(got[t] - top);  // a null (-infinity) adds nothing
+    reference += std::exp(want.value[t]);
+  }
+  const double got_total = top + std::log(engine), want_total = std::log(reference);
+  const double gap = std::abs(got_total - want_total);
+  if (gap <= want.total_bound) return true;
+  ++v.logprobs.mismatches;
+  if (v.logprobs.first.empty())
+    v.logprobs.first = fmt::format("request {}, position {}: the log-probabilities do not normalise: log sum exp(log p) "
+                                   "is {:.6g} against the reference's {:.6g}, {:.3g} apart, beyond the {:.3g} a correct "
+                                   "engine's f32 log-softmax allows",
+                                   request, position, got_total, want_total, gap, want.total_bound);
+  return false;
+}
+
 void fail(EngineVerdict& v, const std::string& why) {
   if (v.passed) v.failure = why;
   v.passed = false;
@@ -90,6 +118,7 @@ EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std
       };
       if (top_k == 0) {
         for (size_t t = 0; t < lp.full.size(); ++t) one(int32_t(t), lp.full[t]);
+        ok = normalised(v, x.lp, lp.full, i, p) && ok;
       } else {
         double lowest = std::numeric_limits<double>::infinity();
         std::vector<bool> reported(x.logits.size());

@@ -110,7 +110,8 @@ TEST(LogSoftmaxBound, UnboundedWhereARunIsOrTheProbabilityIsSubnormal) {
 // An expectation whose log-probabilities have the given bounds (the judge's tests).
 PositionExpectation expectation(const std::vector<float>& logits, const std::vector<float>& bounds, int32_t next) {
   const std::vector<double> z(logits.begin(), logits.end());
-  LogProbabilities lp{exact_log_softmax(z), std::vector<double>(bounds.begin(), bounds.end())};
+  // The normalisation is not what these tests judge: its allowance is infinite here.
+  LogProbabilities lp{exact_log_softmax(z), std::vector<double>(bounds.begin(), bounds.end()), INFINITY};
   return {logits, bounds, lp, next};
 }
 
@@ -133,6 +134,34 @@ TEST(EngineJudge, CatchesAPlantedLogProbabilityErrorJustPastItsBound) {
     if (!v.passed) {
       EXPECT_THAT(v.failure, HasSubstr("request 0, position 2, token 5"));
     }
+  }
+}
+
+// Log-probabilities shifted together by 1e-3 (a wrong normaliser) fail, though the
+// logits' own errors (1e-2, an f16 engine's) hide the shift from every token's bound; a
+// correct engine erring as much, its log-softmax computed and reported in f32, passes.
+TEST(EngineJudge, LogProbabilitiesThatDoNotNormaliseFail) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> unit(0, 1);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Row row = random_row(rng, 64, 3.0, 1e-2);
+    PositionExpectation x = expectation(row.logits, row.bounds, 0);
+    x.lp = bounded(row.logits, [&](size_t j) { return row.bounds[j] * unit(rng); });
+    x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
+    EXPECT_LT(x.lp.total_bound, 1e-5);
+    const std::vector<EngineRequest> requests{{{1, 2, 3}, 0, {2}}};
+    RequestExpectation want;
+    want.at.emplace(2, x);
+    std::vector<double> moved(row.logits.begin(), row.logits.end());
+    for (size_t j = 0; j < moved.size(); ++j) moved[j] += row.bounds[j] * unit(rng);
+    EngineResult got;
+    got.logprobs.push_back({exact_log_softmax(moved), {}});
+    for (double& lp : got.logprobs[0].full) lp = double(float(lp));  // reported in f32
+    EXPECT_TRUE(judge_engine(requests, {want}, {got}, 0).passed) << trial;
+    for (double& lp : got.logprobs[0].full) lp += 1e-3;
+    const EngineVerdict v = judge_engine(requests, {want}, {got}, 0);
+    EXPECT_FALSE(v.passed) << trial;
+    EXPECT_THAT(v.failure, HasSubstr("do not normalise"));
   }
 }
 
