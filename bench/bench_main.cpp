@@ -1,5 +1,5 @@
 // cutcheck's benchmarks. Ratios between rows of one run are what to read; see
-// bench/run.sh for the table and README.md for the figures.
+// bench/run.sh for the table and docs/performance.md for the figures.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
