@@ -16,7 +16,7 @@
 #include "conform/bisect.h"
 #include "conform/case_files.h"
 #include "conform/case_pool.h"
-#include "conform/fault_stop.h"
+#include "conform/process_failure_stop.h"
 #include "conform/case_generation.h"
 #include "conform/judge.h"
 #include "conform/report.h"
@@ -195,11 +195,11 @@ void insert_in_order(std::vector<CaseResult>& results, CaseResult r) {
 
 }  // namespace
 
-std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend) {
-  std::vector<RunFault> first;
+std::string same_process_failure(const std::vector<CaseResult>& results, int limit, const std::string& backend) {
+  std::vector<RunFailure> first;
   for (const CaseResult& r : results)
-    first.push_back({r.verdict == Verdict::failed ? r.fault : "", r.stderr_tail});
-  return same_fault(first, limit, backend, "cases", "stopped without shrinking");
+    first.push_back({r.verdict == Verdict::failed ? r.process_failure : "", r.stderr_tail});
+  return same_process_failure(first, limit, backend, "cases", "stopped without shrinking");
 }
 
 std::string Shard::str() const { return fmt::format("{}/{}", index, count); }
@@ -263,12 +263,12 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
     if (d.result.verdict == Verdict::failed) failed_folders[d.ticket] = d.work;
     insert_in_order(report.results, std::move(d.result));
     // The stop rule looks at this shard's first cases once they are all in.
-    const size_t limit = size_t(std::max(0, o.same_fault_limit));
+    const size_t limit = size_t(std::max(0, o.same_failure_limit));
     if (!prefix_judged && limit > 0 && report.results.size() >= std::min(limit, mine.size()) &&
         report.results[std::min(limit, mine.size()) - 1].index == mine[std::min(limit, mine.size()) - 1]) {
       prefix_judged = true;
       std::vector<CaseResult> first(report.results.begin(), report.results.begin() + std::min(limit, mine.size()));
-      report.stopped = same_fault(first, o.same_fault_limit, backend.name());
+      report.stopped = same_process_failure(first, o.same_failure_limit, backend.name());
       if (!report.stopped.empty()) {
         pool.cancel();
         report.results = first;
@@ -301,7 +301,7 @@ ConformReport conform(Backend& backend, const ConformOptions& o) {
         kept = s.smallest.work;
         out_of_time = s.out_of_time || Clock::now() >= deadline;
       }
-      if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the fault
+      if (!report.stopped.empty()) f.piece = "";  // not bisected either: it would only repeat the process failure
       else if (!o.shrink) f.piece = "not bisected: with --no-shrink the backend runs the cases only";
       else if (out_of_time) f.piece = "not bisected: the shrink time (--shrink-time) ran out";
       else {

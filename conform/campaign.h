@@ -60,7 +60,7 @@ struct ConformOptions {
   double shrink_seconds = 0;
   // Cases after which a backend that failed every one of them the same way (the same exit
   // code, signal or timeout) stops the campaign unshrunk.
-  int same_fault_limit = 3;
+  int same_failure_limit = 3;
   fs::path keep = "conform-failures";  // reproducer folders
   std::string replay_prefix;       // how to re-run: "cutcheck conform --backend '...'"
   // Backend runs at once (cases, and candidates while shrinking). The report does not
@@ -92,7 +92,7 @@ struct CaseResult {
   std::string stderr_tail = {};
   // How the backend process failed, when it did ("exited with 127", "was killed by signal
   // 11", "timed out"); empty when outputs came back or cutcheck itself failed.
-  std::string fault = {};
+  std::string process_failure = {};
   double seconds = 0;
 };
 
@@ -126,9 +126,9 @@ ConformReport conform(Backend& backend, const ConformOptions& options);
 
 // When `results` are the first `limit` cases and all failed with the backend process
 // failing the same way each time, why the campaign stops there; otherwise empty.
-// Shrinking such failures would only repeat the fault (a missing command, a hang, a crash
+// Shrinking such failures would only repeat the process failure (a missing command, a hang, a crash
 // at start-up) once per cut kind.
-std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend);
+std::string same_process_failure(const std::vector<CaseResult>& results, int limit, const std::string& backend);
 
 // The reproducer folder of the failure of case `index`: named by case and seed, so that
 // shards and workers writing into one --keep folder never collide.

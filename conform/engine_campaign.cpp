@@ -102,7 +102,8 @@ Json case_json(const EngineCaseResult& r) {
   return {{"index", r.index},       {"case", r.c.to_json()},          {"text", r.c.str()},
           {"kind", "engine"},       {"ctx", r.c.longest()},           {"rows", r.c.requests.size()},
           {"verdict", verdict_name(r.verdict)}, {"failure", r.failure}, {"failure_type", r.failure_type},
-          {"fault", r.fault},       {"stderr_tail", r.stderr_tail},   {"errors", errors},
+          {"fault", r.process_failure},  // the key keeps its name for compatibility
+                {"stderr_tail", r.stderr_tail},   {"errors", errors},
           {"ties", r.ties},         {"positions", positions},         {"seconds", r.seconds}};
 }
 
@@ -110,7 +111,7 @@ Json case_json(const EngineCaseResult& r) {
 
 EngineDescription EngineCommand::describe() const {
   const ProcessResult r = run_process(command + " describe", timeout, size_t{1} << 20);
-  if (!r.ok()) throw process_failure(r, fmt::format("the engine's describe ({} describe) failed", command));
+  if (!r.ok()) throw process_failed(r, fmt::format("the engine's describe ({} describe) failed", command));
   try {
     return EngineDescription::from_json(parse_json(r.stdout_tail, "the engine's describe"), "the engine's describe");
   } catch (const FormatError& e) {
@@ -158,11 +159,11 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
     r.verdict = Verdict::unsupported;
     r.failure = "the engine does not run this model (exit 77)" + (p.stderr_tail.empty() ? "" : ": " + last_line(p.stderr_tail));
   } else if (!p.ok()) {
-    const BackendFailed f = process_failure(p, "");
+    const BackendFailed f = process_failed(p, "");
     r.verdict = Verdict::failed;
-    r.fault = f.fault;
+    r.process_failure = f.process_failure;
     r.failure_type = f.type;
-    r.failure = "the engine " + f.fault;
+    r.failure = "the engine " + f.process_failure;
   } else {
     std::vector<EngineResult> results;
     try {

@@ -36,7 +36,7 @@ struct EngineCaseResult {
   EngineCase c;
   int index = -1;
   Verdict verdict = Verdict::passed;
-  std::string failure = {}, failure_type = {}, fault = {}, stderr_tail = {};  // as CaseResult's
+  std::string failure = {}, failure_type = {}, process_failure = {}, stderr_tail = {};  // as CaseResult's
   std::vector<OutputError> errors = {};
   std::vector<std::string> ties = {};
   std::vector<PositionFigure> positions = {};

@@ -9,12 +9,13 @@
 #include <thread>
 
 #include "conform/backend_subject.h"
-#include "conform/fault_stop.h"
-#include "conform/report.h"
+#include "conform/process_failure_stop.h"
 #include "conform/serve_backend.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json.h"
+#include "core/provenance.h"
 #include "core/temp_folder.h"
 #include "core/version.h"
 #include "properties/check.h"
@@ -282,10 +283,10 @@ void run_checks(const Args& a) {
   std::vector<const CheckResult*> failures;
   for (const CheckResult& r : run.results)
     if (!r.passed) failures.push_back(&r);
-  // Failures the fault gate cut short get no reproducer: replaying would only repeat the fault.
+  // Failures the process-failure gate cut short get no reproducer: replaying would only repeat the failure.
   std::vector<const CheckResult*> skipped;
   std::erase_if(failures, [&](const CheckResult* r) {
-    if (!skipped_by_fault_gate(r->failure)) return false;
+    if (!skipped_by_failure_gate(r->failure)) return false;
     skipped.push_back(r);
     return true;
   });
@@ -310,11 +311,11 @@ void run_checks(const Args& a) {
     if (on_backend) fmt::print("  reproducer: {}\n", (fs::path(run.reproducers) / r->property).string());
   }
   if (!skipped.empty())
-    fmt::print("\nSTOPPED: {} ({} {} not checked)\n", fault_stop_reason(skipped.front()->failure), skipped.size(),
+    fmt::print("\nSTOPPED: {} ({} {} not checked)\n", failure_stop_reason(skipped.front()->failure), skipped.size(),
                skipped.size() == 1 ? "property" : "properties");
   if (!failures.empty() || !skipped.empty())
     throw CheckFailed(fmt::format("{} of {} properties failed{}", failures.size() + skipped.size(), chosen.size(),
-                                  skipped.empty() ? "" : fmt::format(", {} of them skipped by the fault stop", skipped.size())));
+                                  skipped.empty() ? "" : fmt::format(", {} of them skipped by the process-failure stop", skipped.size())));
   if (on_backend && std::none_of(run.results.begin(), run.results.end(),
                                  [](const CheckResult& r) { return r.verdict() != "unsupported"; }))
     throw CheckFailed("the backend refused every property's cuts: nothing was checked");

@@ -111,7 +111,7 @@ void add_conform_engine(CLI::App& app) {
     try {
       d = engine.describe();
     } catch (const BackendFailed& e) {
-      fmt::print(stderr, "{}{}{}\n", e.what(), e.fault.empty() ? "" : ": the engine " + e.fault,
+      fmt::print(stderr, "{}{}{}\n", e.what(), e.process_failure.empty() ? "" : ": the engine " + e.process_failure,
                  e.stderr_tail.empty() ? "" : "\nengine stderr (tail):\n" + e.stderr_tail);
       throw CheckFailed("the engine did not describe itself");
     }
