@@ -46,7 +46,7 @@ std::string stop_reason(const Json& cases, int limit, const std::string& backend
     r.stderr_tail = c.at("stderr_tail");
     first.push_back(r);
   }
-  return same_process_failure(first, limit, backend);
+  return same_process_failure(first, limit, backend_named(backend));
 }
 
 // Refuses a report that is not a whole cutcheck-conform-2 document: each renderer reads it

@@ -13,13 +13,15 @@ constexpr const char* skipped_runs = "every later run is skipped";
 
 }  // namespace
 
-std::string same_process_failure(const std::vector<RunFailure>& first, int limit, const std::string& backend,
-                       const std::string& unit, const std::string& consequence) {
+std::string backend_named(const std::string& command) { return fmt::format("the backend '{}'", command); }
+
+std::string same_process_failure(const std::vector<RunFailure>& first, int limit, const std::string& who,
+                                 const std::string& unit, const std::string& consequence) {
   if (limit < 1 || first.size() != size_t(limit)) return "";
   for (const RunFailure& r : first)
     if (r.process_failure.empty() || r.process_failure != first.front().process_failure) return "";
   const RunFailure& r = first.front();
-  std::string why = fmt::format("the backend '{}' {} on each of the first {} {}; {}", backend, r.process_failure, limit, unit,
+  std::string why = fmt::format("{} {} on each of the first {} {}; {}", who, r.process_failure, limit, unit,
                                 consequence);
   if (r.process_failure == "exited with 127") why += " (127: the shell did not find the command?)";
   std::string tail = r.stderr_tail;
@@ -57,7 +59,7 @@ void ProcessFailureGate::record(RunFailure f) {
   first_.push_back(std::move(f));
   if (first_.size() < size_t(limit_)) return;
   judged_ = true;
-  stopped_ = same_process_failure(first_, limit_, backend_, "runs", skipped_runs);
+  stopped_ = same_process_failure(first_, limit_, backend_named(backend_), "runs", skipped_runs);
 }
 
 bool skipped_by_failure_gate(const std::string& failure) { return failure.find(skipped_runs) != std::string::npos; }

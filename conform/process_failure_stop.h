@@ -23,10 +23,13 @@ struct RunFailure {
 };
 
 // When `first` holds `limit` runs and each failed with the same process failure, why the rest is not
-// run: "the backend 'CMD' exited with 127 on each of the first 3 UNIT; CONSEQUENCE", with
-// a hint for 127 and the last line of the backend's stderr. Otherwise empty.
-std::string same_process_failure(const std::vector<RunFailure>& first, int limit, const std::string& backend,
-                       const std::string& unit, const std::string& consequence);
+// run: "WHO exited with 127 on each of the first 3 UNIT; CONSEQUENCE" (WHO: "the backend
+// 'CMD'"), with a hint for 127 and the last line of the process's stderr. Otherwise empty.
+std::string same_process_failure(const std::vector<RunFailure>& first, int limit, const std::string& who,
+                                 const std::string& unit, const std::string& consequence);
+
+// "the backend 'CMD'", as the stop rule names a backend.
+std::string backend_named(const std::string& command);
 
 // Applies the rule to the runs of a `check --backend` subject (shared by its runners, from
 // any thread): once it applies, every run throws BackendFailed with the reason at once.
