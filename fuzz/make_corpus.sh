@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,hf,gguf,cut_params,replay}
+rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,hf,gguf,cut_params,replay,quant}
 cd "$work"
 
 # A small spec keeps the programs short.
@@ -160,4 +160,26 @@ import random, sys
 random.seed(2)
 for i in range(12): open(sys.argv[1] + '/bytes%d' % i, 'wb').write(bytes(random.randrange(256) for _ in range(48)))
 " "$out/cut_params"
+# fuzz_quant: a format byte (0 q8_0, 1 q4_0, 2 q4_K, 3 q6_K, 4 i8_row; plus 5 to quantize the
+# payload as f32 values), rows and cols (little-endian int64), then two rows of blocks with
+# random codes and a scale of 1 (f16 0x3c00, f32 0x3f800000), or random values.
+python3 - "$out/quant" <<'PY'
+import random, struct, sys
+out = sys.argv[1]
+random.seed(5)
+def rand(n): return bytes(random.randrange(256) for _ in range(n))
+one = struct.pack('<e', 1.0)
+blocks = {0: (32, lambda: one + rand(32)), 1: (32, lambda: one + rand(16)), 2: (256, lambda: one + one + rand(140)),
+          3: (256, lambda: rand(208) + one), 4: (48, lambda: struct.pack('<f', 1.0) + rand(48))}
+for code, (values, block) in blocks.items():
+    head = struct.pack('<Bqq', code, 2, values * 2)
+    row = block() + block() if code != 4 else block()
+    open('%s/blocks%d' % (out, code), 'wb').write(head + row + row)
+    floats = struct.pack('<%df' % (values * 4), *[random.gauss(0, 1) for _ in range(values * 4)])
+    open('%s/values%d' % (out, code), 'wb').write(struct.pack('<Bqq', code + 5, 2, values * 2) + floats)
+# An infinite scale, a row that is not whole blocks, a size that overflows.
+open(out + '/inf_scale', 'wb').write(struct.pack('<Bqq', 0, 1, 32) + b'\x00\x7c' + rand(32))
+open(out + '/partial', 'wb').write(struct.pack('<Bqq', 2, 1, 100) + rand(144))
+open(out + '/overflow', 'wb').write(struct.pack('<Bqq', 3, 1 << 40, 1 << 30) + rand(210))
+PY
 echo "corpus written to $out"
