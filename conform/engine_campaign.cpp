@@ -215,11 +215,15 @@ EngineReport conform_engine(const EngineCommand& engine, const EngineDescription
       const int last = std::min(o.cases, first + std::max(1, o.jobs));
       std::vector<EngineCaseResult> round(size_t(last - first));
       std::vector<std::exception_ptr> errors(round.size());
+      // Generated here, not in the threads: RapidCheck's generation context is one per
+      // process, and two threads generating at once corrupt it.
+      std::vector<EngineCase> cases;
+      for (int i = first; i < last; ++i) cases.push_back(campaign_case(gen, o.seed, i).value());
       std::vector<std::thread> threads;
       for (int i = first; i < last; ++i)
         threads.emplace_back([&, i] {
           try {
-            round[size_t(i - first)] = run_engine_case(engine, campaign_case(gen, o.seed, i).value(), o.run,
+            round[size_t(i - first)] = run_engine_case(engine, cases[size_t(i - first)], o.run,
                                                        root.path() / fmt::format("case-{}", i));
             round[size_t(i - first)].index = i;
           } catch (...) {

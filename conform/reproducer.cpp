@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "author/author.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json.h"
@@ -42,7 +43,9 @@ void keep_given_weights(const Failure& f, const ConformOptions& o) {
   }
   write_file_atomic(f.reproducer / "weights.json", record.dump(2) + "\n");
   if (c.tp == 1 || fs::exists(dir / shard_file(c.tp, 0))) {
-    write_program(c.cut, c.spec, c.tp, dir, f.reproducer / "program");
+    // A copy moves with the folder, so the manifest names it relatively; weights left where
+    // they are, by their absolute path, so that the folder still runs once moved.
+    write_cut_folder(c.cut, c.spec, c.tp, dir, f.reproducer / "program", record["copied"].get<bool>());
   } else {
     // A split of weights too large to copy, whose folder has no shards: the program would
     // read shards that are nowhere. Replay makes them again; no stale folder is kept.

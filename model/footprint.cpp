@@ -84,10 +84,8 @@ std::vector<Component> run_parts(const ModelSpec& s, const Cut& cut) {
     if (cut.family() == Family::batch) caches.factors.insert(caches.factors.begin(), R);
     parts.push_back({"the kv caches", {caches}});
   }
-  Component activations{"the activations", {{3.0, {R, FF}}, {2.0, {R, V}}, {1.0, {R, H, C}}, {8.0, {R, D}}}};
-  // A bf16 or f16 weight is widened to f32 where it is used: the largest is the head's [V, D].
-  if (s.dtype != DType::f32) activations.terms.push_back({1.0, {V, D}});
-  parts.push_back(std::move(activations));
+  // bf16 and f16 weights are contracted as stored (docs/numerics.md): no widened copy.
+  parts.push_back({"the activations", {{3.0, {R, FF}}, {2.0, {R, V}}, {1.0, {R, H, C}}, {8.0, {R, D}}}});
   return parts;
 }
 

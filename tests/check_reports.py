@@ -106,13 +106,14 @@ def check_html(path, outdir):
              "--window-size=1200,1600"]
     with tempfile.TemporaryDirectory() as profile:
         shot = os.path.join(outdir, "report.png")
+        # The time limits only end a browser that hangs: generous, for a loaded machine.
         run = subprocess.run([browser, *flags, f"--user-data-dir={profile}/a", f"--screenshot={shot}", url],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=3600)
         console = [l for l in run.stderr.splitlines() if "CONSOLE" in l]
         if run.returncode != 0 or not os.path.exists(shot):
             fail(f"chromium could not screenshot {path}: {run.stderr[-2000:]}")
         dom = subprocess.run([browser, *flags, f"--user-data-dir={profile}/b", "--dump-dom", url],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=3600)
         console += [l for l in dom.stderr.splitlines() if "CONSOLE" in l]
     if dom.returncode != 0:
         fail(f"chromium could not load {path}: {dom.stderr[-2000:]}")

@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-# 128 MiB of bf16 weights, almost all in the layers (a small vocab keeps the widened head small).
+# 128 MiB of bf16 weights, almost all in the layers (a small vocab keeps the head small).
 cat >spec.json <<'JSON'
 {"name": "bf16-mem", "vocab": 512, "dim": 1024, "layers": 4, "heads": 8, "kv_heads": 4, "head_dim": 128,
  "ffn": 4096, "norm_eps": 1e-05, "rope_theta": 500000.0, "rope_style": "half", "tied": true, "dtype": "bf16"}

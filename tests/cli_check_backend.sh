@@ -130,8 +130,9 @@ nothing_left "hang"
 
 # The MLIR backend in its spec precision: bitwise (README.md has the whole report).
 # Where MLIR 22 is not installed the backend refuses everything: skipped, unless
-# CUTCHECK_REQUIRE_MLIR is set (as CI sets it).
-CASES=2 check --backend "$mlir run" --serve --spec tiny --tp 1 --filter batch_invariance,determinism
+# CUTCHECK_REQUIRE_MLIR is set (as CI sets it). A request compiles its program: a generous
+# time limit, for a loaded machine.
+CASES=2 check --backend "$mlir run" --serve --timeout 3600 --spec tiny --tp 1 --filter batch_invariance,determinism
 rc=$?
 if [ $rc = 1 ] && grep -q "refused every" err.txt && [ -z "${CUTCHECK_REQUIRE_MLIR:-}" ]; then
   echo "MLIR 22 is not installed here: its check skipped"

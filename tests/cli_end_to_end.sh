@@ -71,8 +71,10 @@ split_tokens=$("$cutcheck" generate --weights weights --prompt 1,2,3 --steps 10 
 python3 -c "import sys, json, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]).getroot(); \
 assert t.get('tests') == '30' and t.get('failures') == '0', t.attrib; \
 j = json.load(open(sys.argv[2])); assert j['passed'] and j['counts']['passed'] == 30" report.xml report.json
-# A faulty backend fails the run (exit 1), with a reproducer that replays the failure.
-if "$cutcheck" conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --cases 20 --keep kept \
+# A faulty backend fails the run (exit 1), with a reproducer that replays the failure. The
+# shrink's default wall-time budget can run out before bisection on a loaded machine: its
+# run budget bounds it instead.
+if "$cutcheck" conform --backend "$cutcheck run --fault swiglu-gate-up-swapped" --cases 20 --shrink-time 3600 --keep kept \
   --junit bad.xml >conform.txt 2>&1; then echo "a faulty backend passed"; exit 1; fi
 grep -q "first failing piece: layer 0" conform.txt
 python3 -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" bad.xml
@@ -121,11 +123,12 @@ expect_exit 2 generate --weights weights --steps 3 --compare                   #
 expect_exit 2 generate --spec tiny --steps 3 --backend "$cutcheck run"          # --backend needs --weights
 expect_exit 77 generate --weights weights --steps 3 --backend "$cutcheck run" --tp 2  # not split yet
 
-# A FIFO where a file is read is refused at once (never waits for a writer).
+# A FIFO where a file is read is refused at once (never waits for a writer; `timeout` only
+# ends a run that does).
 mkfifo fifo
 fifo_refused() {
   local out
-  if out=$(timeout 20 "$cutcheck" "$@" 2>&1); then echo "expected failure: $*"; exit 1; fi
+  if out=$(timeout 600 "$cutcheck" "$@" 2>&1); then echo "expected failure: $*"; exit 1; fi
   grep -q "' is not a regular file" <<<"$out" || { echo "expected a FIFO refusal from: $*"; echo "$out"; exit 1; }
 }
 fifo_refused run decode --inputs fifo --outputs o.safetensors

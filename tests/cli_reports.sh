@@ -19,7 +19,7 @@ check() { $python "$here/check_reports.py" "$@" || fail "check_reports.py $*"; }
 
 # A campaign with failures: JSON, JUnit, HTML.
 campaign=(conform --backend "$cutcheck run --fault kv-write-wrong-row" --cuts 'decode,decode_layer,batch_embed,decode_head'
-          --tp 1 --tp 2 --cases 12 --seed 3 --shrink-time 1000 --keep keep)
+          --tp 1 --tp 2 --cases 12 --seed 3 --shrink-time 3600 --keep keep)
 "$cutcheck" "${campaign[@]}" --json all.json --junit all.xml --html all.html > out.txt 2> err.txt
 rc=$?
 [ $rc = 1 ] || fail "a failing campaign exited $rc: $(tail -3 err.txt)"
@@ -64,12 +64,16 @@ rc=$?
 [ "$(tail -1 peak.txt)" -lt 200000 ] || fail "merging a 1 GiB shard peaked at $(tail -1 peak.txt) KiB"
 rm -f huge.json
 
-# Killed with SIGKILL mid-run: the JSON written so far is a valid, partial report.
-export CUTCHECK=$cutcheck CUTCHECK_TEST_SLEEP=0.2
+# Killed with SIGKILL mid-run, once the JSON holds a case: what was written so far is a
+# valid, partial report. Each run takes a second at least, so 40 cannot all finish first.
+export CUTCHECK=$cutcheck CUTCHECK_TEST_SLEEP=1
 # Its scratch folder, which a SIGKILL leaves behind, goes under $work.
 TMPDIR="$work" "$cutcheck" conform --backend "$here/backends/sleepy.sh" --cases 40 --json killed.json > /dev/null 2>&1 &
 pid=$!
-sleep 3
+for _ in $(seq 6000); do
+  python3 -c "import json, sys; sys.exit(json.load(open('killed.json'))['counts']['cases'] == 0)" 2> /dev/null && break
+  sleep 0.1
+done
 kill -9 $pid
 wait $pid 2> /dev/null
 python3 -c "

@@ -39,5 +39,5 @@ h = [e['headroom'] for c in r['cases'] for e in c['errors']]; assert h and max(h
 expect_exit 0 "fixed atol=0.0001" conform --backend "$cutcheck run" --tolerance fixed-f32 --cases 10
 
 expect_exit 0 "bound f32" tolerance-report --cases 6 --precision f32 --layer-cases 1 --json t.json
-python3 -c "import json; r = json.load(open('t.json')); assert r['format'] == 'cutcheck-tolerance-report-1' and r['cases'] == 6, r"
+python3 -c "import json; r = json.load(open('t.json')); assert r['format'] == 'cutcheck-tolerance-report-2' and r['cases'] == 6, r"
 echo "cli tolerance: ok"

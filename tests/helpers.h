@@ -11,9 +11,28 @@
 #include "author/builder.h"
 #include "conform/campaign.h"
 #include "core/files.h"
+#include "core/limits.h"
 #include "reference/interpreter.h"
 
 namespace cutcheck::test {
+
+// The time limit of every legitimate run in a test (a backend run, a tool, a shrink, a
+// wait for threads): far beyond what one takes on a loaded machine, so that no verdict
+// depends on the machine's load. A test whose subject is a time limit uses a backend that
+// never answers, not one that answers slowly.
+constexpr double generous_seconds = 3600;
+
+// A memory limit for one scope, put back however the scope ends.
+class ScopedMemoryLimit {
+ public:
+  explicit ScopedMemoryLimit(uint64_t bytes) : saved_(memory_limit()) { set_memory_limit(bytes); }
+  ~ScopedMemoryLimit() { set_memory_limit(saved_); }
+  ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
+  ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
+
+ private:
+  uint64_t saved_;
+};
 
 // Runs one op on the given operands (as program inputs) and returns its result.
 Tensor run_op(OpKind kind, const std::vector<Tensor>& operands, std::vector<Attr> attrs = {},

@@ -531,23 +531,23 @@ TEST(ImportGguf, AModelOverTheMemoryLimitIsRefusedBeforeWidening) {
     auto bytes = std::make_shared<std::string>(g.bytes());
     return read_gguf(std::as_bytes(std::span(bytes->data(), bytes->size())), "big.gguf", bytes, widen);
   };
-  const uint64_t saved = memory_limit();
-  set_memory_limit(f32_bytes - 1);  // the widened copies: one byte short
-  EXPECT_THROW(
-      {
-        try {
-          import(true);
-        } catch (const LimitError& e) {
-          EXPECT_THAT(e.what(), HasSubstr("big.gguf: importing big (the weights converted to f32) needs " +
-                                          std::to_string(f32_bytes) + " bytes"));
-          throw;
-        }
-      },
-      LimitError);
-  EXPECT_EQ(import(false).spec.dtype, DType::bf16);  // kept in bf16: nothing is copied
-  set_memory_limit(f32_bytes);
+  {
+    test::ScopedMemoryLimit short_by_one(f32_bytes - 1);  // the widened copies: one byte short
+    EXPECT_THROW(
+        {
+          try {
+            import(true);
+          } catch (const LimitError& e) {
+            EXPECT_THAT(e.what(), HasSubstr("big.gguf: importing big (the weights converted to f32) needs " +
+                                            std::to_string(f32_bytes) + " bytes"));
+            throw;
+          }
+        },
+        LimitError);
+    EXPECT_EQ(import(false).spec.dtype, DType::bf16);  // kept in bf16: nothing is copied
+  }
+  test::ScopedMemoryLimit exactly(f32_bytes);
   EXPECT_NO_THROW(import(true));
-  set_memory_limit(saved);
 }
 
 TEST(ImportGguf, EveryTruncationIsRefused) {

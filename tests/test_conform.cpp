@@ -34,13 +34,13 @@ ConformOptions options(const std::string& name, int cases = 100) {
   o.keep = test::temp_dir("conform-" + name);
   o.replay_prefix = "cutcheck conform --backend X";
   // The default shrink budget (10 s at least) is wall time: on a loaded machine it can run
-  // out before bisection, which these tests check. The run budget (200) still bounds them.
-  o.shrink_seconds = 300;
+  // out before bisection, which these tests check. The run budget (200) bounds them instead.
+  o.shrink_seconds = test::generous_seconds;
   return o;
 }
 
 TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
-  CommandBackend reference(cutcheck_binary + " run", 30);
+  CommandBackend reference(cutcheck_binary + " run", test::generous_seconds);
   ConformOptions o = options("reference", 100);
   o.tp = {1, 2, 4};  // a split sums in another order: within the bounds, large keys and all
   ConformReport r = conform(reference, o);
@@ -78,7 +78,7 @@ TEST(Conform, TheReferencePassesAndReportsAreWellFormed) {
 }
 
 TEST(Conform, TheReferencePassesWithLargeKeysUnsplit) {
-  CommandBackend reference(cutcheck_binary + " run", 30);
+  CommandBackend reference(cutcheck_binary + " run", test::generous_seconds);
   ConformOptions o = options("reference-large-keys", 100);
   o.tp = {1};
   ConformReport r = conform(reference, o);
@@ -113,7 +113,7 @@ class FaultCatalog : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   const Fault& fault = find_fault(GetParam());
-  CommandBackend faulty(cutcheck_binary + " run --fault " + fault.name, 30);
+  CommandBackend faulty(cutcheck_binary + " run --fault " + fault.name, test::generous_seconds);
   ConformOptions o = options(fault.name);
   ConformReport r = conform(faulty, o);
   ASSERT_FALSE(r.passed()) << fault.name << " went unnoticed in " << o.cases << " cases";
@@ -162,7 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(test::fault_n
 
 // A misbehaving backend: every case fails with `why`, and the run finishes. A process that
 // fails the same way each time (a crash, a hang) stops the campaign after 3 cases.
-ConformReport expect_reported(const std::string& script, const std::string& why, bool same_fault, double timeout = 30) {
+ConformReport expect_reported(const std::string& script, const std::string& why, bool same_fault,
+                              double timeout = test::generous_seconds) {
   setenv("CUTCHECK", cutcheck_binary.c_str(), 1);
   CommandBackend backend(backends + "/" + script, timeout);
   ConformOptions o = options(script, 4);
@@ -278,7 +279,7 @@ TEST(Conform, NaNOutputsAreReportedAsNaN) {
 }
 
 TEST(Conform, ABackendThatSupportsNothingDoesNotPass) {
-  CommandBackend backend(backends + "/unsupported.sh", 30);
+  CommandBackend backend(backends + "/unsupported.sh", test::generous_seconds);
   ConformReport r = conform(backend, options("unsupported", 5));
   EXPECT_EQ(r.count(Verdict::unsupported), 5);
   EXPECT_FALSE(r.passed());  // nothing was checked
@@ -382,7 +383,7 @@ TEST(OpSuite, CoversEveryOpAndFindsAPlantedOpBug) {
 // tp and chip, and the weights. program.txt is removed before each run to prove it.
 TEST(Conform, AFixedFunctionBackendRunsFromTheFolderContractAlone) {
   const std::string engine = CUTCHECK_FIXED_FUNCTION_BACKEND;
-  CommandBackend backend("sh -c 'rm -f \"$0/program.txt\" && exec " + engine + " \"$0\" \"$@\"'", 30);
+  CommandBackend backend("sh -c 'rm -f \"$0/program.txt\" && exec " + engine + " \"$0\" \"$@\"'", test::generous_seconds);
   // Random specs held to its family: every case is supported, and every one passes.
   ConformOptions family = options("fixed-function", 100);
   family.tp = {1};

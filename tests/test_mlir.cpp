@@ -67,7 +67,8 @@ TEST(Mlir, EveryCutOfTinyExportsAndVerifies) {
       MlirExport e = export_mlir(a.program, a.manifest, precision);
       EXPECT_EQ(e.arguments, a.manifest.weights.size() + a.program.inputs.size());
       write_file_atomic(dir / "p.mlir", e.text);
-      ProcessResult r = run_process(shell_quote(tools.mlir_opt.string()) + " " + shell_quote((dir / "p.mlir").string()), 60);
+      ProcessResult r = run_process(shell_quote(tools.mlir_opt.string()) + " " + shell_quote((dir / "p.mlir").string()),
+                                      test::generous_seconds);
       EXPECT_TRUE(r.ok()) << cut.str() << ": " << r.stderr_tail;
     }
   }
@@ -75,7 +76,7 @@ TEST(Mlir, EveryCutOfTinyExportsAndVerifies) {
 
 // `cases` cases of every cut kind of `spec` pass, bit for bit.
 void expect_every_kind_bitwise(const std::string& spec, int cases) {
-  CommandBackend backend(mlir_backend + " run", 300);
+  CommandBackend backend(mlir_backend + " run", test::generous_seconds);
   for (CutKind kind : all_cut_kinds()) {
     ConformOptions o = campaign(cases, spec);
     o.spec = builtin_spec(spec);
@@ -99,13 +100,13 @@ TEST(Mlir, EveryCutKindOfStoriesConformsBitwise) {
 // bf16 and f16 weights reach the backend as stored; arith.extf widens them, exactly.
 TEST(Mlir, HalfWeightsConformBitwise) {
   REQUIRE_TOOLCHAIN();
-  CommandBackend backend(mlir_backend + " run", 300);
+  CommandBackend backend(mlir_backend + " run", test::generous_seconds);
   test::expect_half_weights_bitwise(backend, campaign(1, "half"));
 }
 
 TEST(Mlir, RandomSpecsConformBitwiseInSpecPrecisionAndWithinToleranceInF32) {
   REQUIRE_TOOLCHAIN();
-  CommandBackend spec(mlir_backend + " run", 300), f32(mlir_backend + " run --precision f32", 300);
+  CommandBackend spec(mlir_backend + " run", test::generous_seconds), f32(mlir_backend + " run --precision f32", test::generous_seconds);
   ConformReport exact = conform(spec, campaign(12, "random"));
   EXPECT_TRUE(exact.passed()) << summary_table(exact);
   EXPECT_EQ(worst_abs(exact), 0.0);
@@ -116,7 +117,7 @@ TEST(Mlir, RandomSpecsConformBitwiseInSpecPrecisionAndWithinToleranceInF32) {
 
 TEST(Mlir, SplitsAreNotSupported) {
   REQUIRE_TOOLCHAIN();
-  CommandBackend backend(mlir_backend + " run", 300);
+  CommandBackend backend(mlir_backend + " run", test::generous_seconds);
   ConformOptions o = campaign(3, "split");
   o.tp = {2};
   o.kinds = {CutKind::decode_layer};
@@ -129,7 +130,7 @@ TEST(Mlir, SplitsAreNotSupported) {
 // precision (collectives are reported unsupported, never passed).
 TEST(Mlir, PassesTheOpSuiteBitwiseInSpecPrecision) {
   REQUIRE_TOOLCHAIN();
-  CommandBackend backend(mlir_backend + " run --precision spec", 300);
+  CommandBackend backend(mlir_backend + " run --precision spec", test::generous_seconds);
   const std::vector<OpCase> cases = op_cases();
   OpReport r = conform_ops(backend, cases, {}, Tolerance::fixed_f32(), test::temp_dir("mlir-ops"));
   int collectives = 0;
@@ -142,7 +143,7 @@ TEST(Mlir, PassesTheOpSuiteBitwiseInSpecPrecision) {
 // The persistent protocol (`cutcheck-mlir run --serve`): the same verdicts as process per run.
 TEST(Mlir, ServesCasesBitwiseAndSaysSplitsAreUnsupported) {
   REQUIRE_TOOLCHAIN();
-  ServeBackend backend(mlir_backend + " run", 300);
+  ServeBackend backend(mlir_backend + " run", test::generous_seconds);
   ConformReport exact = conform(backend, campaign(6, "serve"));
   EXPECT_TRUE(exact.passed()) << summary_table(exact);
   EXPECT_EQ(worst_abs(exact), 0.0);
@@ -169,7 +170,7 @@ TEST(Mlir, AServerKeepsCompiledProgramsBetweenRequests) {
   write_file_atomic(dir / "requests.txt", requests);
   ProcessResult r = run_process(fmt::format("{} run --serve --verbose < {}", shell_quote(mlir_backend),
                                             shell_quote((dir / "requests.txt").string())),
-                                300);
+                                test::generous_seconds);
   ASSERT_TRUE(r.ok()) << r.describe() << r.stderr_tail;
   EXPECT_EQ(r.stdout_tail, answer_line({1, ServeStatus::ok, ""}) + answer_line({2, ServeStatus::ok, ""}));
   EXPECT_THAT(r.stderr_tail, ::testing::HasSubstr("kept from an earlier request"));
@@ -217,8 +218,8 @@ TEST(Mlir, StoriesGeneratesLlama2cTokensThroughMlir) {
   fs::path dir = test::temp_dir("mlir-stories");
   Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
   write_weights(dir / "weights", m.weights, m.spec);
-  CommandBackend each_step(mlir_backend + " run", 300);
-  ServeBackend one_server(mlir_backend + " run", 300);
+  CommandBackend each_step(mlir_backend + " run", test::generous_seconds);
+  ServeBackend one_server(mlir_backend + " run", test::generous_seconds);
   for (Backend* backend : std::initializer_list<Backend*>{&each_step, &one_server}) {
     BackendRunner runner(*backend, m.spec, dir / "weights", dir / ("programs-" + std::to_string(backend == &one_server)));
     Generation g = generate(runner, m.spec, {{1}, 64, 65, Via::decode});  // one capacity: one program to lower

@@ -28,7 +28,7 @@ const std::string ort_backend = CUTCHECK_ORT_BACKEND;
 // Skips where node or onnxruntime-node is missing, unless CUTCHECK_REQUIRE_ORT is set (CI).
 #define REQUIRE_ORT()                                                                            \
   if (!fs::exists(fs::path(CUTCHECK_ORT_DIR) / "node_modules" / "onnxruntime-node") ||           \
-      !run_process("node --version", 30).ok()) {                                                 \
+      !run_process("node --version", test::generous_seconds).ok()) {                             \
     if (std::getenv("CUTCHECK_REQUIRE_ORT")) FAIL() << "node or tools/ort/node_modules is missing"; \
     GTEST_SKIP() << "node or onnxruntime-node (npm ci --ignore-scripts in tools/ort) is missing";  \
   }                                                                                              \
@@ -41,16 +41,18 @@ void expect_every_kind_exports(const std::string& spec, int64_t tp) {
   const fs::path dir = test::temp_dir(fmt::format("onnx-export-{}-tp{}", spec, tp));
   const std::string cutcheck = shell_quote(CUTCHECK_BINARY);
   const std::string w = shell_quote((dir / "w").string());
-  ASSERT_TRUE(run_process(cutcheck + " weights --spec " + spec + " --dir " + w + (tp > 1 ? " --tp " + std::to_string(tp) : ""), 120).ok());
+  ASSERT_TRUE(run_process(cutcheck + " weights --spec " + spec + " --dir " + w + (tp > 1 ? " --tp " + std::to_string(tp) : ""),
+                          test::generous_seconds)
+                  .ok());
   for (CutKind kind : all_cut_kinds()) {
     if (tp > 1 && !kind_splits(kind)) continue;
     const Cut cut{kind, 0, 2, 8};
     const fs::path p = dir / fmt::format("{}-tp{}", cut_kind_name(kind), tp);
     ProcessResult a = run_process(cutcheck + " author --spec " + spec + " --cut " + shell_quote(cut.str()) + " --dir " + w +
-                                      " --out " + shell_quote(p.string()) + " --tp " + std::to_string(tp), 120);
+                                      " --out " + shell_quote(p.string()) + " --tp " + std::to_string(tp), test::generous_seconds);
     ASSERT_TRUE(a.ok()) << a.stderr_tail;
     ProcessResult e = run_process(cutcheck + " export-onnx " + shell_quote(p.string()) + " --out " +
-                                      shell_quote((p / "onnx" / "model.onnx").string()), 120);
+                                      shell_quote((p / "onnx" / "model.onnx").string()), test::generous_seconds);
     EXPECT_TRUE(e.ok()) << cut.str() << " of " << spec << " tp " << tp << ": " << e.stderr_tail;
     EXPECT_TRUE(fs::exists(p / "onnx" / "model.plan.json"));
   }
@@ -82,7 +84,7 @@ ConformOptions campaign(int cases, const std::string& name) {
 TEST(Ort, RandomSpecsConformBitwiseWithOptimisationsOnAndOff) {
   REQUIRE_ORT();
   for (const std::string optimize : {"on", "off"}) {
-    CommandBackend backend(ort_backend + " run --optimize " + optimize, 300);
+    CommandBackend backend(ort_backend + " run --optimize " + optimize, test::generous_seconds);
     ConformReport r = conform(backend, campaign(14, "random-" + optimize));
     EXPECT_TRUE(r.passed()) << summary_table(r);
     EXPECT_EQ(r.count(Verdict::passed), 14);
@@ -93,7 +95,7 @@ TEST(Ort, RandomSpecsConformBitwiseWithOptimisationsOnAndOff) {
 // bf16 and f16 weights become BFLOAT16 and FLOAT16 initializers; Cast widens them, exactly.
 TEST(Ort, HalfWeightsConformBitwise) {
   REQUIRE_ORT();
-  CommandBackend backend(ort_backend + " run", 300);
+  CommandBackend backend(ort_backend + " run", test::generous_seconds);
   test::expect_half_weights_bitwise(backend, campaign(1, "half"));
 }
 
@@ -101,7 +103,7 @@ TEST(Ort, HalfWeightsConformBitwise) {
 // did by default, and the checker, run before that file existed, refused every export).
 TEST(Ort, WeightsInExternalDataConformBitwise) {
   REQUIRE_ORT();
-  CommandBackend backend(ort_backend + " run --external-from 1024", 300);
+  CommandBackend backend(ort_backend + " run --external-from 1024", test::generous_seconds);
   ConformOptions o = campaign(6, "external");
   o.tp = {1, 2};
   ConformReport r = conform(backend, o);
@@ -111,7 +113,7 @@ TEST(Ort, WeightsInExternalDataConformBitwise) {
 
 TEST(Ort, SplitsConformThroughTheCollectiveSeams) {
   REQUIRE_ORT();
-  CommandBackend backend(ort_backend + " run", 300);
+  CommandBackend backend(ort_backend + " run", test::generous_seconds);
   ConformOptions o = campaign(6, "split");
   o.tp = {2, 4};
   o.kinds = {CutKind::decode, CutKind::batch_layer};
@@ -126,12 +128,13 @@ TEST(Ort, RopeOffByOneThroughTheExportIsCaughtShrunkAndBisected) {
   REQUIRE_ORT();
   const std::string faulty = "python3 " + shell_quote(std::string(CUTCHECK_TEST_SOURCE) + "/ort/rope_off_by_one.py") + " " +
                              shell_quote(ort_backend);
-  CommandBackend backend(faulty, 300);
+  CommandBackend backend(faulty, test::generous_seconds);
   ConformOptions o = campaign(6, "rope");
   o.kinds = {CutKind::decode};
   // Shrinking through node takes a second a run; on a loaded machine the default budget
-  // (10 s) runs out before bisection, which is what this test is about.
-  o.shrink_seconds = 300;
+  // (10 s) runs out before bisection, which is what this test is about. The run budget
+  // (200) bounds it instead.
+  o.shrink_seconds = test::generous_seconds;
   ConformReport r = conform(backend, o);
   ASSERT_FALSE(r.passed()) << "rope at pos + 1 went unnoticed";
   ASSERT_FALSE(r.failures.empty());
@@ -148,7 +151,7 @@ TEST(Ort, StoriesGeneratesLlama2cTokensThroughOrt) {
   fs::path dir = test::temp_dir("ort-stories");
   Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
   write_weights(dir / "weights", m.weights, m.spec);
-  CommandBackend backend(ort_backend + " run", 300);
+  CommandBackend backend(ort_backend + " run", test::generous_seconds);
   BackendRunner runner(backend, m.spec, dir / "weights", dir / "programs");
   Generation g = generate(runner, m.spec, {{1}, 64, 65, Via::decode});  // one capacity: one program to lower
   EXPECT_EQ(g.tokens, fixture.at("tokens").get<std::vector<int32_t>>());

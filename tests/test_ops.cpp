@@ -580,9 +580,9 @@ TEST(Ops, DecodeWeightsAtAnyOffsetFromACacheLine) {
 // poll for a while after a piece and then sleep: calls come both back to back and after
 // the workers have gone to sleep.
 TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
-  // The threads that ran pieces. With `gather`, each piece waits (5 s at most) until that
-  // many threads have started one, so that no thread takes a second piece before the
-  // others have woken and taken theirs.
+  // The threads that ran pieces. With `gather`, each piece waits until that many threads
+  // have started one, so that no thread takes a second piece before the others have woken
+  // and taken theirs (the wait's limit only ends a broken pool's test).
   auto covered = [](int64_t count, size_t gather = 0) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
     std::mutex m;
@@ -593,7 +593,7 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
       std::unique_lock lock(m);
       ran_on.insert(std::this_thread::get_id());
       arrived.notify_all();
-      arrived.wait_for(lock, std::chrono::seconds(5), [&] { return ran_on.size() >= gather; });
+      arrived.wait_for(lock, std::chrono::duration<double>(test::generous_seconds), [&] { return ran_on.size() >= gather; });
     });
     for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[size_t(i)], 1) << "index " << i << " of " << count;
     return ran_on;
@@ -642,9 +642,9 @@ TEST(Ops, ParallelForCoversEachIndexOnceOnKeptWorkers) {
 }
 
 // A thread held up in one piece does not hold up the rest: the others take the pieces
-// left. Index 0's piece waits (5 s at most) until every other index is done; the thread
-// that runs it runs nothing else (an equal share per thread would leave it half of the
-// indices, and the wait would time out).
+// left. Index 0's piece waits until every other index is done; the thread that runs it
+// runs nothing else (an equal share per thread would leave it half of the indices, and the
+// wait would last until its limit).
 TEST(Ops, ParallelForGivesASlowThreadFewerPieces) {
   KernelThreads scope(2);
   const int64_t count = 1000;
@@ -657,7 +657,7 @@ TEST(Ops, ParallelForGivesASlowThreadFewerPieces) {
     std::unique_lock lock(m);
     done += end - begin;
     progress.notify_all();
-    if (begin == 0) progress.wait_for(lock, std::chrono::seconds(5), [&] { return done == count; });
+    if (begin == 0) progress.wait_for(lock, std::chrono::duration<double>(test::generous_seconds), [&] { return done == count; });
   });
   const int64_t by_slow = std::count(ran_by.begin(), ran_by.end(), ran_by[0]);
   EXPECT_LT(by_slow, count / 4) << "the thread held up in index 0's piece ran " << by_slow << " of " << count;

@@ -23,7 +23,7 @@ ConformOptions mixed_campaign(const std::string& name) {
   o.tp = {1, 2};
   o.cases = 16;
   o.seed = 5;
-  o.shrink_seconds = 1e6;
+  o.shrink_seconds = test::generous_seconds;
   o.shrink_budget = 40;
   o.keep = test::temp_dir("sharding-" + name);
   o.replay_prefix = "cutcheck conform --backend X";
@@ -44,7 +44,7 @@ Json without_timings(Json j) {
 }
 
 TEST(ShardedCampaigns, JobsAndShardsGiveTheSameReport) {
-  CommandBackend faulty(cutcheck_binary + " run --fault kv-write-wrong-row", 30);
+  CommandBackend faulty(cutcheck_binary + " run --fault kv-write-wrong-row", test::generous_seconds);
   ConformOptions o = mixed_campaign("one");
   const Json one = report_json(conform(faulty, o));
   ASSERT_FALSE(one["failures"].empty()) << "the campaign must fail, so that shrinking is compared too";
@@ -105,7 +105,7 @@ TEST(ShardedCampaigns, ShardsAreRefusedWhenEmptyOrMalformed) {
 
 TEST(ShardedCampaigns, JUnitTellsErrorsFromMismatches) {
   // A crash is a JUnit <error type="crash">; a wrong value a <failure type="mismatch">.
-  CommandBackend crashing(std::string(CUTCHECK_TEST_BACKENDS) + "/segfault.sh", 30);
+  CommandBackend crashing(std::string(CUTCHECK_TEST_BACKENDS) + "/segfault.sh", test::generous_seconds);
   ConformOptions o = mixed_campaign("crash");
   o.cases = 3;
   o.shrink = false;
@@ -115,7 +115,7 @@ TEST(ShardedCampaigns, JUnitTellsErrorsFromMismatches) {
   EXPECT_THAT(crashed, HasSubstr("<property name=\"seed\" value=\"5\"/>"));
   EXPECT_THAT(crashed, HasSubstr("hostname=\""));
 
-  CommandBackend faulty(cutcheck_binary + " run --fault kv-write-wrong-row", 30);
+  CommandBackend faulty(cutcheck_binary + " run --fault kv-write-wrong-row", test::generous_seconds);
   o.kinds = {CutKind::decode_layer};
   o.cases = 2;
   const std::string wrong = junit_xml(conform(faulty, o));

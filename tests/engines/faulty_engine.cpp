@@ -10,6 +10,7 @@
 //   token  the second generated token of each request is the runner-up, not the arg-max
 //   top3   correct, answering with the top 3 log-probabilities (and `include`) only
 //   top3-gap  the same, leaving out the second most likely token
+//   shift  every log-probability 1e-3 higher at positions 20 and on
 // It declares f32, f16 and bf16 and computes in f32 on the weights as stored.
 #include <fmt/format.h>
 
@@ -81,7 +82,12 @@ Json answer(ReferenceRunner& runner, const ModelSpec& spec, const Json& request,
     for (auto& [name, t] : state) t = out.at(name);
     auto z = out.at("logits").as<float>();
     const std::vector<float> logits(z.begin(), z.end());
-    if (wanted.count(pos)) wanted[pos] = log_softmax(logits, top, include[pos], fault == "top3-gap");
+    if (wanted.count(pos)) {
+      wanted[pos] = log_softmax(logits, top, include[pos], fault == "top3-gap");
+      if (fault == "shift" && pos - shift >= 20)
+        for (Json& lp : wanted[pos])
+          if (lp.is_number()) lp = lp.get<double>() + 1e-3;
+    }
     if (pos >= prompt - 1 && int64_t(tokens.size()) < steps) {  // this position generates a token
       int32_t next = out.at("next").as<int32_t>()[0];
       if (fault == "token" && pos == prompt) {  // the second generated token: the runner-up

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 
@@ -175,7 +176,8 @@ async function main() {
   try {
     ort = require('onnxruntime-node');
   } catch (e) {
-    throw new Failure(`onnxruntime-node is not installed beside ${import.meta.url} (run 'npm ci --ignore-scripts' in tools/ort): ${e.message}`);
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    throw new Failure(`onnxruntime-node is not installed beside ${here}/run.mjs (run: npm ci --ignore-scripts --prefix ${here}): ${e.message}`);
   }
   const options = {
     executionProviders: ['cpu'],
