@@ -5,13 +5,8 @@
 # file, and the docs.
 include(CMakePackageConfigHelpers)
 
-<<<<<<< HEAD
-# Libraries in dependency order (the pkg-config file links them in this order, reversed).
-set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties conform mutate mlir onnx)
-=======
 # The libraries, installed as the package's targets.
-set(CUTCHECK_LIBRARIES core model program author faults reference bound oracle harness properties conform mutate mlir onnx)
->>>>>>> main
+set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties conform mutate mlir onnx)
 foreach(name ${CUTCHECK_LIBRARIES})
   set_target_properties(cutcheck_${name} PROPERTIES EXPORT_NAME ${name})
   add_library(cutcheck::${name} ALIAS cutcheck_${name})  # the same names in a build that vendors the source
