@@ -28,6 +28,23 @@ bool parse_quant_format(std::string_view name, QuantFormat& out) {
   return false;
 }
 
+std::optional<GgmlType> ggml_type(QuantFormat format) {
+  switch (format) {
+    case QuantFormat::q8_0: return GgmlType{"Q8_0", 8};
+    case QuantFormat::q4_0: return GgmlType{"Q4_0", 2};
+    case QuantFormat::q4_K: return GgmlType{"Q4_K", 12};
+    case QuantFormat::q6_K: return GgmlType{"Q6_K", 14};
+    case QuantFormat::i8_row: break;
+  }
+  return std::nullopt;
+}
+
+std::optional<QuantFormat> quant_format_of_ggml_name(std::string_view name) {
+  for (QuantFormat format : all_quant_formats)
+    if (const auto type = ggml_type(format); type && type->name == name) return format;
+  return std::nullopt;
+}
+
 BlockLayout block_layout(QuantFormat format, int64_t row_length) {
   switch (format) {
     case QuantFormat::q8_0: return {32, 34};

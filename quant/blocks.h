@@ -55,6 +55,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -68,6 +69,17 @@ inline constexpr QuantFormat all_quant_formats[] = {QuantFormat::q8_0, QuantForm
 // ggml's spelling ("q8_0", "q4_0", "q4_K", "q6_K") and "i8_row".
 std::string_view quant_format_name(QuantFormat format);
 bool parse_quant_format(std::string_view name, QuantFormat& out);
+
+// ggml's name of each ggml format (ggml_type_name: "Q8_0", "Q4_0", "Q4_K", "Q6_K") and its
+// enum ggml_type value (ggml/include/ggml.h: 8, 2, 12, 14), as GGUF files store and name
+// it. i8_row is no ggml type.
+struct GgmlType {
+  std::string_view name;
+  uint32_t id;
+};
+std::optional<GgmlType> ggml_type(QuantFormat format);
+// The ggml format of that name; nullopt for any other name.
+std::optional<QuantFormat> quant_format_of_ggml_name(std::string_view name);
 
 struct BlockLayout {
   int64_t values;  // values per block

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/random.h"
 #include "quant/blocks.h"
 #include "quant/dequantize.h"
@@ -509,6 +510,73 @@ TEST(Quant, TinyBlocksGetZeroCodes) {
   std::vector<std::byte> q4 = quantize(QuantFormat::q4_0, x);
   EXPECT_EQ(q4[1], std::byte{0x80});  // d = -2^-143 rounds to -0 in f16
   for (int j = 2; j < 18; ++j) EXPECT_EQ(q4[j], std::byte{0x00}) << j;
+}
+
+// Every dequantized value is the formula's value: exact for Q8_0, Q4_0 and Q6_K (the
+// products never need more than f32's 24 bits), and for Q4_K the exact difference rounded
+// once. The exact values are computed in long double (64 significant bits: every product
+// here and Q4_K's difference are exact in it): every finite f16 scale with every Q8_0 and
+// Q4_0 code, and random K-quant blocks whose scales run over every finite f16.
+TEST(Quant, DequantizedValuesAreExact) {
+  std::vector<std::byte> q8(8 * 34), q4(2 * 18);
+  std::vector<float> y(256);
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    if ((bits & 0x7c00) == 0x7c00) continue;  // infinities and NaNs are refused
+    const long double d = f16_to_f32(uint16_t(bits));
+    for (int i = 0; i < 256; ++i) {
+      std::byte* block = q8.data() + 34 * (i / 32);
+      block[0] = std::byte(bits & 0xff), block[1] = std::byte(bits >> 8);
+      block[2 + i % 32] = std::byte(i);
+    }
+    dequantize_row(QuantFormat::q8_0, q8.data(), 256, y.data());
+    for (int i = 0; i < 256; ++i) ASSERT_EQ((long double)y[size_t(i)], d * int8_t(i)) << bits << " " << i;
+    for (int b = 0; b < 2; ++b) {
+      q4[size_t(18 * b)] = std::byte(bits & 0xff), q4[size_t(18 * b + 1)] = std::byte(bits >> 8);
+      for (int j = 0; j < 16; ++j) q4[size_t(18 * b + 2 + j)] = std::byte((j + 8 * b) % 16 | (15 - j) << 4);
+    }
+    dequantize_row(QuantFormat::q4_0, q4.data(), 64, y.data());
+    for (int b = 0; b < 2; ++b)
+      for (int j = 0; j < 16; ++j) {
+        ASSERT_EQ((long double)y[size_t(32 * b + j)], d * ((j + 8 * b) % 16 - 8)) << bits;
+        ASSERT_EQ((long double)y[size_t(32 * b + 16 + j)], d * (15 - j - 8)) << bits;
+      }
+  }
+  SplitMix64 rng{39};
+  auto finite_f16 = [&] {
+    for (;;) {
+      const uint16_t bits = uint16_t(rng.next());
+      if ((bits & 0x7c00) != 0x7c00) return bits;
+    }
+  };
+  std::vector<std::byte> k(210);
+  for (int trial = 0; trial < 4000; ++trial) {
+    for (std::byte& b : k) b = std::byte(rng.next() & 0xff);
+    const uint16_t d_bits = finite_f16(), dmin_bits = finite_f16();
+    // Q4_K: d, dmin, the 12 bytes of 6-bit scales and mins, 128 bytes of nibbles.
+    k[0] = std::byte(d_bits & 0xff), k[1] = std::byte(d_bits >> 8);
+    k[2] = std::byte(dmin_bits & 0xff), k[3] = std::byte(dmin_bits >> 8);
+    dequantize_row(QuantFormat::q4_K, k.data(), 256, y.data());
+    const long double d = f16_to_f32(d_bits), dmin = f16_to_f32(dmin_bits);
+    for (int i = 0; i < 256; ++i) {
+      const int j = i / 32, c = i / 64, l = i % 32;
+      const uint8_t* s = reinterpret_cast<const uint8_t*>(k.data()) + 4;
+      const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+      const int m = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+      const uint8_t pair = uint8_t(k[size_t(16 + 32 * c + l)]);
+      const int q = i % 64 < 32 ? pair & 15 : pair >> 4;
+      ASSERT_EQ(y[size_t(i)], float(d * sc * q - dmin * m)) << trial << " " << i;
+    }
+    // Q6_K: ql, qh, 16 int8 scales, d last.
+    k[208] = std::byte(d_bits & 0xff), k[209] = std::byte(d_bits >> 8);
+    dequantize_row(QuantFormat::q6_K, k.data(), 256, y.data());
+    for (int i = 0; i < 256; ++i) {
+      const int h = i / 128, l = i % 32, part = i % 128 / 32;
+      const uint8_t ql = uint8_t(k[size_t(64 * h + l + (part % 2) * 32)]);
+      const uint8_t qh = uint8_t(k[size_t(128 + 32 * h + l)]);
+      const int q = ((part < 2 ? ql & 15 : ql >> 4) | (qh >> (2 * part) & 3) << 4) - 32;
+      ASSERT_EQ((long double)y[size_t(i)], d * int8_t(k[size_t(192 + i / 16)]) * q) << trial << " " << i;
+    }
+  }
 }
 
 }  // namespace
