@@ -74,7 +74,8 @@ Tensor dequantized(const StoredTensor& s, QuantFormat format, const std::string&
 Tensor take(const CheckpointTensor& t, DType to, const std::string& where) {
   const StoredTensor& s = t.stored;
   if (const auto format = quant_format_of_ggml_name(s.dtype)) {
-    if (to != DType::f32) throw Error(fmt::format("{}: {} to {} is not an exact conversion", where, s.dtype, dtype_name(to)));
+    if (to != DType::f32)
+      throw Error(fmt::format("{}: {} to {} is not an exact conversion", where, s.dtype, dtype_name(to)));
     return dequantized(s, *format, where);
   }
   const DType from = stored_dtype(s, where);

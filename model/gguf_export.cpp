@@ -103,7 +103,8 @@ void put_metadata(Encoder& e, const ModelSpec& spec, GgufFileType type) {
   e.key_text("general.name", spec.name);
   e.key_u32("general.alignment", alignment);
   e.key_u32("general.file_type", info(type).llama_ftype);
-  if (default_quant(type)) e.key_u32("general.quantization_version", 2);  // GGML_QNT_VERSION, as llama-quantize writes it
+  // GGML_QNT_VERSION, as llama-quantize writes it.
+  if (default_quant(type)) e.key_u32("general.quantization_version", 2);
   e.key_u32("llama.context_length", gguf_context_length);
   e.key_u32("llama.embedding_length", spec.dim);
   e.key_u32("llama.block_count", spec.layers);
@@ -163,12 +164,12 @@ struct TensorEntry {
   uint64_t offset, bytes;
 };
 
-// The bytes of entry `t` as the file stores them: a quantized tensor's rows by ggml's
-// reference quantizers, from the weight's f32 values.
-std::vector<std::byte> stored_bytes(const ModelSpec& spec, const TensorMap& weights, const TensorEntry& t) {
+// Writes entry `t` as the file stores it: a quantized tensor's rows by ggml's reference
+// quantizers, from the weight's f32 values.
+void write_tensor(const FileSink& write, const ModelSpec& spec, const TensorMap& weights, const TensorEntry& t) {
   if (!t.stored.quant) {
-    const Tensor data = exported_weight(spec, weights, t.weight, RopeStyle::interleaved, t.values, t.stored.dtype);
-    return {data.raw().begin(), data.raw().end()};
+    write(exported_weight(spec, weights, t.weight, RopeStyle::interleaved, t.values, t.stored.dtype).raw());
+    return;
   }
   const QuantFormat format = *t.stored.quant;
   const Tensor x = exported_weight(spec, weights, t.weight, RopeStyle::interleaved, DType::f32);
@@ -183,7 +184,7 @@ std::vector<std::byte> stored_bytes(const ModelSpec& spec, const TensorMap& weig
                                    e.what()));
     }
   }
-  return out;
+  write(out);
 }
 
 }  // namespace
@@ -238,7 +239,8 @@ GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight
     if (*quant != QuantFormat::q8_0) quant = cols % 256 == 0 ? QuantFormat::q6_K : QuantFormat::q8_0;
   } else if (type == GgufFileType::q4_k_m) {
     for (int64_t l = 0; l < spec.layers; ++l)
-      if ((weight == weight::wv(l) || weight == weight::w2(l)) && use_more_bits(l, spec.layers)) quant = QuantFormat::q6_K;
+      if ((weight == weight::wv(l) || weight == weight::w2(l)) && use_more_bits(l, spec.layers))
+        quant = QuantFormat::q6_K;
   }
   // tensor_type_fallback: rows that are not whole blocks of the type chosen.
   if (cols % block_layout(*quant, cols).values != 0) {
@@ -303,7 +305,7 @@ void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& wei
     write(std::as_bytes(std::span(header.bytes())));
     const std::byte zeros[alignment] = {};
     for (const TensorEntry& t : entries) {
-      write(stored_bytes(spec, weights, t));
+      write_tensor(write, spec, weights, t);
       write({zeros, size_t((alignment - t.bytes % alignment) % alignment)});
     }
   });

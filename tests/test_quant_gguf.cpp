@@ -161,6 +161,25 @@ TEST(QuantGguf, RowsThatAreNotWholeBlocksFallBackAsLlamaCppDoes) {
   EXPECT_FALSE(fs::exists(dir / "k.gguf"));
 }
 
+// A value too large for a format's f16 scale: refused naming the weight, the row and the
+// block, nothing written.
+TEST(QuantGguf, ValuesTooLargeForTheFormatAreRefused) {
+  const fs::path dir = test::temp_dir("quant-gguf-large");
+  const ModelSpec spec = k_quant_spec(false);
+  TensorMap weights = synthetic_weights(spec, 14);
+  Tensor big = weights.at(weight::w3(1)).clone();
+  big.as_mut<float>()[256 * 2 + 40] = 1e9f;  // row 2, block 1: d = 1e9 / 127 is beyond 65504
+  weights[weight::w3(1)] = big;
+  try {
+    write_gguf(dir / "x.gguf", spec, weights, GgufFileType::q8_0);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("GGUF export: weight 'layers.1.feed_forward.w3' (Q8_0), row 2: q8_0 block 1 "
+                                    "(values 32..63): its scale d"));
+  }
+  EXPECT_FALSE(fs::exists(dir / "x.gguf"));
+}
+
 // The import generates exactly what the same dequantized weights generate when a file
 // stores them as F32.
 TEST(QuantGguf, ImportGeneratesAsTheDequantizedWeightsStoredAsF32) {

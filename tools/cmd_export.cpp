@@ -17,7 +17,8 @@ namespace {
 // name of the type written.
 using Writer = std::string (*)(const fs::path& out, const ModelSpec&, const TensorMap&, const std::string& dtype);
 
-std::string export_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, const std::string& dtype) {
+std::string export_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights,
+                        const std::string& dtype) {
   const GgufFileType type = dtype.empty() ? gguf_file_type(spec.dtype) : parse_gguf_file_type(dtype, "--dtype");
   write_gguf(out, spec, weights, type);
   return gguf_file_type_name(type);
