@@ -158,7 +158,7 @@ TEST(EngineJudge, LogProbabilitiesThatDoNotNormaliseFail) {
     PositionExpectation x = expectation(row.logits, row.bounds, 0);
     x.lp = bounded(row.logits, [&](size_t j) { return row.bounds[j] * unit(rng); });
     x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
-    EXPECT_LT(x.lp.total_bound, 1e-5);
+    EXPECT_LT(x.lp.total_bound, 1e-4);  // the normaliser's f32 rounding, at the runs' amplification
     const std::vector<EngineRequest> requests{{{1, 2, 3}, 0, {2}}};
     RequestExpectation want;
     want.at.emplace(2, x);
