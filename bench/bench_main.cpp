@@ -1,5 +1,5 @@
 // cutcheck's benchmarks. Ratios between rows of one run are what to read; see
-// bench/run.sh for the table and README.md for the figures.
+// bench/run.sh for the table and docs/performance.md for the figures.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -76,8 +76,8 @@ int64_t decode_ctx(const std::string& model) { return model.starts_with("llama1b
 
 // A decode's steps against its bound: the time to read the same weights once, as fast as
 // this machine reads (read_threads), measured right after the steps. The memory's speed
-// drifts from minute to minute on a shared host (two threads read a buffer at 32.6 GB/s in
-// one run of the table and at 50.4 in the run before), so a bound measured apart from the
+// drifts from minute to minute on a shared host (two threads read a buffer at anything
+// from 32.6 to 55.8 GB/s), so a bound measured apart from the
 // steps moves every ratio with it. Medians, so that a step or a read the host interrupted
 // moves neither (one interruption here held a 0.8 ms contraction for 8.7 ms).
 void against_bound(benchmark::State& state, const TensorMap& weights, const std::vector<double>& steps) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the benchmarks, runs them once, and prints the table the README shows. Seeded
+# Builds the benchmarks, runs them once, and prints the tables of docs/performance.md. Seeded
 # weights for the larger models are written once to $CUTCHECK_BENCH_DATA (default
 # build/bench-data; llama1b takes 4.2 GB, llama1b-bf16 2.1 GB).
 #   usage: bash bench/run.sh [google-benchmark flags, e.g. --benchmark_filter=stories]

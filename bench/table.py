@@ -31,8 +31,8 @@ def rate(name, counter="tokens/s"):
 
 def best(name, counter):
     """The highest counter among the repetitions of `name`: a read bandwidth, which the
-    host's other guests only ever lower (two threads read at 32.6 GB/s in one run of this
-    table and at 50.4 GB/s in the run before it)."""
+    host's other guests only ever lower (two threads read at anything from 32.6 to 55.8
+    GB/s here)."""
     values = [b.get(counter) for b in runs
               if not b.get("error_occurred") and b.get("run_type") != "aggregate" and is_run_of(b, name)]
     values = [v for v in values if v is not None]

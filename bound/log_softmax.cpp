@@ -29,7 +29,7 @@ struct LogSoftmax {
 }  // namespace
 
 LogSoftmaxBound::LogSoftmaxBound(std::span<const float> logits, const BoundModel& model)
-    : model_(model), logits_(logits.begin(), logits.end()), allowance_(model) {
+    : model_(model), logits_(logits.begin(), logits.end()), allowance_(model), total_(model) {
   const LogSoftmax l(logits);
   max_ = l.max;
   log_sum_ = l.log_sum;
@@ -54,13 +54,16 @@ void LogSoftmaxBound::add_run(int r, std::span<const float> logit_deviation, uin
   const double shared = amplification * common * g.normal();
   Tensor d({DType::f32, {int64_t(V)}});
   auto dv = d.as_mut<float>();
+  double moved = 0;  // sum_j p_j expm1(e_j): the run's distribution sums to 1 + moved
   for (size_t i = 0; i < V; ++i) {
     const double changed = double(logits_[i]) + double(logit_deviation[i]) - l.max - l.log_sum;
     const double own = u * (std::abs(double(logits_[i]) - max_) + std::abs(value_[i])) / std::sqrt(3.0);
     const double e = changed - value_[i] + shared + amplification * own * g.normal();
     dv[i] = std::isfinite(changed) ? float(e) : NAN;
+    moved += std::isfinite(changed) ? std::exp(value_[i]) * std::expm1(e) : NAN;
   }
   allowance_.add(r, d);
+  total_.add(r, Tensor::of_f32({1}, {float(std::log1p(moved))}));
 }
 
 LogProbabilities LogSoftmaxBound::result() const {
@@ -69,6 +72,7 @@ LogProbabilities LogSoftmaxBound::result() const {
   auto bv = b.as<float>();
   for (size_t i = 0; i < value_.size(); ++i)
     if (std::isfinite(value_[i]) && value_[i] - bv[i] >= smallest_normal_log) out.bound[i] = bv[i];
+  out.total_bound = total_.bound().as<float>()[0];
   return out;
 }
 

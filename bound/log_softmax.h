@@ -18,6 +18,10 @@ namespace cutcheck {
 struct LogProbabilities {
   std::vector<double> value;  // log softmax(z), computed in double from the f32 logits
   std::vector<double> bound;  // per token; infinity: any value passes (unbounded)
+  // How far log sum_j exp(lp_j) of a correct engine's full distribution may lie from 0: its
+  // log-softmax normalises in f32, so this holds whatever its logits' errors (a shift
+  // common to every log-probability is caught here, far below the tokens' own bounds).
+  double total_bound = 0;
 };
 
 class LogSoftmaxBound {
@@ -37,6 +41,7 @@ class LogSoftmaxBound {
   double log_sum_ = 0;  // log sum_j exp(z_j - max z)
   double max_ = 0;
   Allowance allowance_;
+  Allowance total_;  // of log sum_j exp(lp_j)
 };
 
 // Whether a correct engine may pick token `engine` where the reference picks `reference`

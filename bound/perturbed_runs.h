@@ -6,7 +6,7 @@
 // its order of summation, its elementary functions, and the reference's own rounding),
 // with the effect of every earlier perturbation carried through the real computation,
 // nonlinearities and all: a softmax that saturates, an attention that flips to another
-// key, a mask that moves. bound/allowance.h turns the runs into a tolerance;
+// key, a mask that moves. `Allowance` (bound/error_bound.h) turns the runs into a tolerance;
 // docs/numerics.md derives the model and why it holds.
 #pragma once
 

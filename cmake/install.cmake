@@ -1,18 +1,43 @@
 # `cmake --install`: the two commands (and the ONNX exporter cutcheck runs), the ONNX
 # Runtime backend and llama.cpp engine launchers with their node programs, the libraries
 # as the CMake package `cutcheck` (namespaced targets cutcheck::core ... cutcheck::conform,
-# cutcheck::cutcheck for the command), the headers under include/cutcheck/, a pkg-config
-# file, and the docs.
+# cutcheck::cutcheck for the command), the public headers under include/cutcheck/, a
+# pkg-config file, and the docs.
 include(CMakePackageConfigHelpers)
 
 # The libraries, installed as the package's targets.
-set(CUTCHECK_LIBRARIES core model program author faults reference bound oracle harness properties conform mutate mlir onnx)
+set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties conform mutate mlir onnx)
 foreach(name ${CUTCHECK_LIBRARIES})
   set_target_properties(cutcheck_${name} PROPERTIES EXPORT_NAME ${name})
   add_library(cutcheck::${name} ALIAS cutcheck_${name})  # the same names in a build that vendors the source
-  install(DIRECTORY ${name}/ DESTINATION ${CUTCHECK_INSTALL_INCLUDEDIR}/${name} FILES_MATCHING PATTERN "*.h")
   list(APPEND library_targets cutcheck_${name})
 endforeach()
+
+# The public headers: what a backend tested from its own C++ project includes (a backend,
+# a campaign and its report, the program folder it lowers; examples/downstream), and every
+# header those include, found by following their `#include "room/name.h"` lines. Nothing
+# else is installed, so the kernels' SIMD internals and the campaigns' machinery stay free
+# to change.
+set(CUTCHECK_PUBLIC_HEADERS conform/backend.h conform/campaign.h conform/report.h core/temp_folder.h core/version.h
+                            program/folder.h program/manifest.h)
+set(public_headers "")
+set(pending ${CUTCHECK_PUBLIC_HEADERS})
+while(pending)
+  list(POP_FRONT pending header)
+  if(header IN_LIST public_headers)
+    continue()
+  endif()
+  list(APPEND public_headers ${header})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${header})
+  file(STRINGS ${PROJECT_SOURCE_DIR}/${header} includes REGEX "^#include \"[a-z_]+/[a-z_0-9]+\\.h\"")
+  list(TRANSFORM includes REPLACE "^#include \"([^\"]+)\".*$" "\\1")
+  list(APPEND pending ${includes})
+endwhile()
+foreach(header IN LISTS public_headers)
+  get_filename_component(folder ${header} DIRECTORY)
+  install(FILES ${header} DESTINATION ${CUTCHECK_INSTALL_INCLUDEDIR}/${folder})
+endforeach()
+
 set_target_properties(cutcheck PROPERTIES EXPORT_NAME cutcheck)
 set_target_properties(cutcheck-mlir PROPERTIES EXPORT_NAME cutcheck-mlir)
 
@@ -26,7 +51,7 @@ install(TARGETS cutcheck-export-onnx RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
 # cutcheck-ort and cutcheck-llamacpp: launchers beside cutcheck (tools/CMakeLists.txt
 # configures them for the installed tree), and under share/cutcheck/NAME the node program
 # with its package.json and lock file. Their node packages are not installed: nothing is
-# downloaded at build or install time. The README's one command fetches them there
+# downloaded at build or install time. docs/ci.md's one command fetches them there
 # (`npm ci --ignore-scripts`), and until then each launcher says so (exit 2).
 foreach(tool ort llamacpp)
   install(PROGRAMS ${PROJECT_BINARY_DIR}/installed/cutcheck-${tool} DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -95,5 +120,7 @@ configure_file(cmake/cutcheck.pc.in ${PROJECT_BINARY_DIR}/cutcheck.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cutcheck.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 file(GLOB docs ${PROJECT_SOURCE_DIR}/docs/*.md)
-install(FILES README.md ${docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Laid out as in the clone, so that the README's and the pages' links hold.
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 install(DIRECTORY examples/downstream DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

@@ -33,7 +33,7 @@ class CommandLowered : public Lowered {
       throw NotYet(r.stderr_tail.empty() ? std::string("the backend does not support this program (exit 77)")
                                          : fmt::format("the backend does not support this program: {}",
                                                        last_line(r.stderr_tail)));
-    if (!r.ok()) throw process_failure(r, fmt::format("the backend {}", r.describe()));
+    if (!r.ok()) throw process_failed(r, fmt::format("the backend {}", r.describe()));
     return files.read_outputs("exited 0", r.stderr_tail);
   }
 
@@ -52,11 +52,11 @@ class CommandLowered : public Lowered {
 
 }  // namespace
 
-BackendFailed process_failure(const ProcessResult& r, const std::string& what) {
-  const std::string fault = r.timed_out ? "timed out"
+BackendFailed process_failed(const ProcessResult& r, const std::string& what) {
+  const std::string how = r.timed_out ? "timed out"
                             : r.signal  ? fmt::format("was killed by signal {}", r.signal)
                                         : fmt::format("exited with {}", r.exit_code);
-  return BackendFailed(what, r.stderr_tail, fault, r.timed_out ? "timeout" : r.signal ? "crash" : "exit");
+  return BackendFailed(what, r.stderr_tail, how, r.timed_out ? "timeout" : r.signal ? "crash" : "exit");
 }
 
 RunFiles::RunFiles(const fs::path& program_folder, const TensorMap& inputs)

@@ -85,17 +85,17 @@ class CommandBackend : public Backend {
 // unreadable outputs. Carries the tail of what the backend printed.
 class BackendFailed : public Error {
  public:
-  BackendFailed(const std::string& what, std::string stderr_tail, std::string fault = {}, std::string type = "protocol")
-      : Error(what), stderr_tail(std::move(stderr_tail)), fault(std::move(fault)), type(std::move(type)) {}
+  BackendFailed(const std::string& what, std::string stderr_tail, std::string process_failure = {}, std::string type = "protocol")
+      : Error(what), stderr_tail(std::move(stderr_tail)), process_failure(std::move(process_failure)), type(std::move(type)) {}
   std::string stderr_tail;
-  std::string fault;  // the process's own failure (exit code, signal, timeout); empty for bad outputs
+  std::string process_failure;  // the process's own failure (exit code, signal, timeout); empty for bad outputs
   std::string type;   // "timeout", "crash", "exit" or "protocol" (CaseResult::failure_type)
 };
 
 // What a command backend's failed process (`r` not ok()) is reported as: `what`, with the
-// fault ("timed out", "was killed by signal 9", "exited with 3") and the failure type
+// process failure ("timed out", "was killed by signal 9", "exited with 3") and the failure type
 // campaigns classify runs by.
-BackendFailed process_failure(const ProcessResult& r, const std::string& what);
+BackendFailed process_failed(const ProcessResult& r, const std::string& what);
 
 // The files of one run of a command backend: a scratch folder beside the program folder,
 // the inputs written into it, and where the backend is to write its outputs. Removed

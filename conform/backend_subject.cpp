@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "conform/backend_runner.h"
-#include "conform/fault_stop.h"
+#include "conform/process_failure_stop.h"
 #include "core/files.h"
 #include "core/safetensors.h"
 #include "core/temp_folder.h"
@@ -19,7 +19,7 @@ namespace {
 class FolderRunner : public CutRunner {
  public:
   FolderRunner(Backend& backend, const ModelSpec& spec, const TensorMap& weights, int64_t tp,
-               const BackendSubjectOptions& o, std::shared_ptr<FaultGate> gate)
+               const BackendSubjectOptions& o, std::shared_ptr<ProcessFailureGate> gate)
       : folder_(unique_folder(o.work, "runner.")), keep_(o.keep), gate_(std::move(gate)) {
     write_weights(folder_ / "weights", weights, spec);
     if (tp > 1) write_shards(folder_ / "weights", weights, spec, tp);
@@ -45,7 +45,7 @@ class FolderRunner : public CutRunner {
  private:
   fs::path folder_;
   bool keep_;
-  std::shared_ptr<FaultGate> gate_;
+  std::shared_ptr<ProcessFailureGate> gate_;
   int runs_ = 0;
   std::unique_ptr<BackendRunner> runner_;
 };
@@ -58,7 +58,7 @@ Subject backend_subject(Backend& backend, const BackendSubjectOptions& o) {
   s.agreement = std::make_shared<Agreement>(o.tolerance);
   s.agreement->backend_failure = [](const std::exception& e) { return dynamic_cast<const BackendFailed*>(&e) != nullptr; };
   fs::create_directories(o.work);
-  auto gate = std::make_shared<FaultGate>(backend.name(), o.same_fault_limit);
+  auto gate = std::make_shared<ProcessFailureGate>(backend.name(), o.same_failure_limit);
   s.runner = [&backend, o, gate](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
     return std::make_unique<FolderRunner>(backend, spec, weights, 1, o, gate);
   };

@@ -80,10 +80,7 @@ std::string first_failing_value(Backend& backend, const Case& c, const Cut& piec
     return fmt::format("not looked for: the backend failed the piece with its values as outputs: {}", clean_text(e.what()));
   }
   Executable reference(probed, weights);
-  Expected want{reference.run(clean_in), {}};
-  if (tolerance.bounded())
-    want.bounds =
-        ErrorBounds(probed, [&](ValueId v) -> const Tensor& { return reference.value(v); }, tolerance.model()).outputs();
+  const Expected want = expect(reference, clean_in, tolerance);
   for (size_t i : probes) {
     const ValueId v = program.ops[i].result;
     const std::string name = probe_name(program.name(v));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conform/backend.h"
+#include "conform/campaign_record.h"
 #include "harness/tolerance.h"
 #include "properties/case.h"
 #include "properties/shape_space.h"
@@ -31,11 +32,7 @@ struct Shard {
 };
 
 // The shrinking of one failure as it goes, for a progress line.
-struct ShrinkProgress {
-  int index;             // the failing case
-  int runs, budget;      // backend runs made so far, and allowed
-  const Case& smallest;  // the smallest failing case so far
-};
+using ShrinkProgress = ShrinkStep<Case>;
 
 struct ConformOptions {
   std::vector<CutKind> kinds = all_cut_kinds();
@@ -60,7 +57,7 @@ struct ConformOptions {
   double shrink_seconds = 0;
   // Cases after which a backend that failed every one of them the same way (the same exit
   // code, signal or timeout) stops the campaign unshrunk.
-  int same_fault_limit = 3;
+  int same_failure_limit = 3;
   fs::path keep = "conform-failures";  // reproducer folders
   std::string replay_prefix;       // how to re-run: "cutcheck conform --backend '...'"
   // Backend runs at once (cases, and candidates while shrinking). The report does not
@@ -75,60 +72,22 @@ struct ConformOptions {
   std::function<void(const ShrinkProgress&)> on_shrink;
 };
 
-enum class Verdict { passed, failed, unsupported };
+using CaseResult = CaseRun<Case>;
+using Failure = CampaignFailure<CaseResult>;
 
-struct CaseResult {
-  Case c;
-  int index = -1;                        // the case's number in the campaign (for a shrunk case, the original's)
-  Verdict verdict = Verdict::passed;
-  std::string failure = {};              // what went wrong
-  // Of a failed case: "mismatch" when outputs came back and differ (a JUnit <failure>), or
-  // what kept them from being compared (a JUnit <error>): "timeout", "crash" (a signal),
-  // "exit" (a failing exit code), "protocol" (outputs missing, unreadable, misnamed or
-  // mistyped; an exception from an in-process backend). cutcheck's own errors are no
-  // case's: they stop the campaign (exit 2).
-  std::string failure_type = {};
-  std::vector<OutputError> errors = {};  // per output, when outputs came back
-  std::string stderr_tail = {};
-  // How the backend process failed, when it did ("exited with 127", "was killed by signal
-  // 11", "timed out"); empty when outputs came back or cutcheck itself failed.
-  std::string fault = {};
-  double seconds = 0;
-};
-
-struct Failure {
-  int index = 0;                 // the case that failed first
-  CaseResult original, shrunk;
-  int shrink_runs = 0;
-  std::string piece = {};        // for whole cuts: "embed", "layer L", "head", or why bisection stopped
-  std::string value = {};        // the failing piece's first failing value (conform/bisect.h), or why not found
-  fs::path reproducer = {};
-  std::string command = {};      // re-runs exactly the shrunk case
-};
-
-struct ConformReport {
+// The record's failures: the shrunk first failure of each cut kind.
+struct ConformReport : CampaignRecord<CaseResult> {
   std::string backend;
   ConformOptions options;
   std::string started;  // when, in UTC (ISO 8601)
   std::string host;     // the machine it ran on
-  std::vector<CaseResult> results = {};
-  std::vector<Failure> failures = {};  // the shrunk first failure of each cut kind
   double seconds = 0;
-  std::string stopped = {};  // why the campaign stopped early (every case failed the same way)
-  int interrupted = 0;       // the signal (SIGINT, SIGTERM) that stopped it; results are what finished
-  bool finished = false;     // ran to its end (shrinking included); false in the reports written as it goes
-  int planned = 0;           // the cases this run (this shard) takes
+  int planned = 0;      // the cases this run (this shard) takes
   int count(Verdict v) const;
   bool passed() const;  // no failure, and at least one case passed
 };
 
 ConformReport conform(Backend& backend, const ConformOptions& options);
-
-// When `results` are the first `limit` cases and all failed with the backend process
-// failing the same way each time, why the campaign stops there; otherwise empty.
-// Shrinking such failures would only repeat the fault (a missing command, a hang, a crash
-// at start-up) once per cut kind.
-std::string same_fault(const std::vector<CaseResult>& results, int limit, const std::string& backend);
 
 // The reproducer folder of the failure of case `index`: named by case and seed, so that
 // shards and workers writing into one --keep folder never collide.

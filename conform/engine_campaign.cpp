@@ -4,17 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
 #include <map>
-#include <mutex>
-#include <thread>
 
+#include "conform/campaign_engine.h"
 #include "conform/engine_model.h"
 #include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/process.h"
-#include "core/random.h"
 #include "core/temp_folder.h"
 #include "core/version.h"
 #include "model/weights.h"
@@ -44,11 +41,6 @@ std::string last_line(const std::string& tail) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-rc::Shrinkable<EngineCase> campaign_case(const rc::Gen<EngineCase>& gen, uint64_t seed, int i) {
-  rc::Random random(mix64(seed, uint64_t(i)));
-  return rc::gen::exec([gen] { return *gen; })(random.split(), 0);
-}
-
 Json run_options_json(const EngineRunOptions& o) {
   return {{"precision", precision_info(o.precision).name},
           {"format", model_format_name(o.format)},
@@ -72,12 +64,20 @@ EngineRunOptions run_options_from_json(const Json& json, const std::string& sour
 }
 
 // Runs the shrunk case once more inside the reproducer folder, so that it holds the model,
-// the requests and the engine's results of a failing run, and writes case.json and report.txt.
+// the requests and the engine's results of a failing run, and writes case.json and
+// report.txt. With `run_again` false (a campaign the stop rule ended: another run would only
+// repeat the process failure) the folder the case ran in (`work`) is copied instead.
 EngineCaseResult write_reproducer(const EngineCommand& engine, const EngineFailure& f, const EngineRunOptions& o,
-                                  const std::string& command) {
+                                  const std::string& command, const fs::path& work, bool run_again) {
   fs::remove_all(f.reproducer);
-  EngineCaseResult again = run_engine_case(engine, f.shrunk.c, o, f.reproducer);
-  again.index = f.shrunk.index;
+  EngineCaseResult again = f.shrunk;
+  if (run_again) {
+    again = run_engine_case(engine, f.shrunk.c, o, f.reproducer);
+    again.index = f.shrunk.index;
+  } else {
+    fs::create_directories(f.reproducer);
+    fs::copy(work, f.reproducer, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
   Json record = {{"format", "cutcheck-engine-reproducer-1"}, {"case", f.shrunk.c.to_json()}, {"run", run_options_json(o)}};
   write_file_atomic(f.reproducer / "case.json", record.dump(2) + "\n");
   const fs::path folder = fs::absolute(f.reproducer);
@@ -102,7 +102,8 @@ Json case_json(const EngineCaseResult& r) {
   return {{"index", r.index},       {"case", r.c.to_json()},          {"text", r.c.str()},
           {"kind", "engine"},       {"ctx", r.c.longest()},           {"rows", r.c.requests.size()},
           {"verdict", verdict_name(r.verdict)}, {"failure", r.failure}, {"failure_type", r.failure_type},
-          {"fault", r.fault},       {"stderr_tail", r.stderr_tail},   {"errors", errors},
+          {"fault", r.process_failure},  // the key keeps its name for compatibility
+                {"stderr_tail", r.stderr_tail},   {"errors", errors},
           {"ties", r.ties},         {"positions", positions},         {"seconds", r.seconds}};
 }
 
@@ -110,7 +111,7 @@ Json case_json(const EngineCaseResult& r) {
 
 EngineDescription EngineCommand::describe() const {
   const ProcessResult r = run_process(command + " describe", timeout, size_t{1} << 20);
-  if (!r.ok()) throw process_failure(r, fmt::format("the engine's describe ({} describe) failed", command));
+  if (!r.ok()) throw process_failed(r, fmt::format("the engine's describe ({} describe) failed", command));
   try {
     return EngineDescription::from_json(parse_json(r.stdout_tail, "the engine's describe"), "the engine's describe");
   } catch (const FormatError& e) {
@@ -121,7 +122,8 @@ EngineDescription EngineCommand::describe() const {
 EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& c, const EngineRunOptions& o,
                                  const fs::path& work) {
   const auto start = Clock::now();
-  EngineCaseResult r{c};
+  EngineCaseResult r;
+  r.c = c;
   // cutcheck's part: the weights, the reference's expectations, the model file.
   const TensorMap weights = o.weights.empty() ? synthetic_weights(c.spec, c.weight_seed) : read_weights(o.weights, c.spec);
   ReferenceRunner reference(c.spec, weights);
@@ -158,11 +160,11 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
     r.verdict = Verdict::unsupported;
     r.failure = "the engine does not run this model (exit 77)" + (p.stderr_tail.empty() ? "" : ": " + last_line(p.stderr_tail));
   } else if (!p.ok()) {
-    const BackendFailed f = process_failure(p, "");
+    const BackendFailed f = process_failed(p, "");
     r.verdict = Verdict::failed;
-    r.fault = f.fault;
+    r.process_failure = f.process_failure;
     r.failure_type = f.type;
-    r.failure = "the engine " + f.fault;
+    r.failure = "the engine " + f.process_failure;
   } else {
     std::vector<EngineResult> results;
     try {
@@ -179,7 +181,7 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
       r.failure = e.what();
     }
     if (r.failure_type.empty()) {
-      EngineVerdict v = judge_engine(c.requests, expected, results, o.top_k);
+      EngineVerdict v = judge_engine(c.requests, expected, results, o.top_k, tolerance);
       r.verdict = v.passed ? Verdict::passed : Verdict::failed;
       if (!v.passed) {
         r.failure = v.failure;
@@ -205,84 +207,40 @@ bool EngineReport::passed() const {
 
 EngineReport conform_engine(const EngineCommand& engine, const EngineDescription& description,
                             const EngineCampaignOptions& o) {
-  EngineReport report{engine.command, description, o, utc_now(), host_name()};
+  EngineReport report;
+  report.engine = engine.command;
+  report.description = description;
+  report.options = o;
+  report.started = utc_now();
+  report.host = host_name();
   const auto start = Clock::now();
-  const rc::Gen<EngineCase> gen = gen_engine_case(description, o.space);
   TempFolder root("engine");
-  try {
-    // Cases in rounds of `jobs`, each in a folder of its own; results in case order.
-    for (int first = 0; first < o.cases; first += std::max(1, o.jobs)) {
-      const int last = std::min(o.cases, first + std::max(1, o.jobs));
-      std::vector<EngineCaseResult> round(size_t(last - first));
-      std::vector<std::exception_ptr> errors(round.size());
-      // Generated here, not in the threads: RapidCheck's generation context is one per
-      // process, and two threads generating at once corrupt it.
-      std::vector<EngineCase> cases;
-      for (int i = first; i < last; ++i) cases.push_back(campaign_case(gen, o.seed, i).value());
-      std::vector<std::thread> threads;
-      for (int i = first; i < last; ++i)
-        threads.emplace_back([&, i] {
-          try {
-            round[size_t(i - first)] = run_engine_case(engine, cases[size_t(i - first)], o.run,
-                                                       root.path() / fmt::format("case-{}", i));
-            round[size_t(i - first)].index = i;
-          } catch (...) {
-            errors[size_t(i - first)] = std::current_exception();
-          }
-          fs::remove_all(root.path() / fmt::format("case-{}", i));
-        });
-      for (std::thread& t : threads) t.join();
-      for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
-      for (EngineCaseResult& r : round) {
-        report.results.push_back(std::move(r));
-        if (o.on_case) o.on_case(int(report.results.size()), o.cases, report.results.back());
-      }
-      auto failed = std::find_if(report.results.begin(), report.results.end(),
-                                 [](const EngineCaseResult& r) { return r.verdict == Verdict::failed; });
-      if (failed == report.results.end() || !report.failures.empty()) continue;
-
-      // The first failure shrinks: a smaller case that fails the same way replaces it.
-      EngineFailure f{*failed, *failed};
-      rc::Shrinkable<EngineCase> best = campaign_case(gen, o.seed, failed->index);
-      const double allowed = o.shrink_seconds > 0 ? o.shrink_seconds : std::max(30.0, 20 * failed->seconds);
-      const auto shrink_start = Clock::now();
-      for (bool progress = o.shrink; progress;) {
-        progress = false;
-        rc::Seq<rc::Shrinkable<EngineCase>> shrinks = best.shrinks();
-        while (f.shrink_runs < o.shrink_budget && since(shrink_start) < allowed) {
-          rc::Maybe<rc::Shrinkable<EngineCase>> next = shrinks.next();
-          if (!next) break;
-          EngineCase candidate;
-          try {
-            candidate = next->value();
-          } catch (const Error&) {
-            continue;  // a shrink the spec's rules refuse
-          }
-          ++f.shrink_runs;
-          const fs::path work = root.path() / fmt::format("shrink-{}", f.shrink_runs);
-          EngineCaseResult r = run_engine_case(engine, candidate, o.run, work);
-          fs::remove_all(work);
-          if (r.verdict == Verdict::failed && r.failure_type == f.shrunk.failure_type) {
-            r.index = failed->index;
-            f.shrunk = std::move(r);
-            best = std::move(*next);
-            progress = true;
-            break;
-          }
-        }
-      }
-      f.reproducer = o.keep / fmt::format("case-{}-seed-{}", failed->index, o.seed);
-      f.command = fmt::format("{} --replay {}", o.replay_prefix, shell_quote(fs::absolute(f.reproducer).string()));
-      const EngineCaseResult again = write_reproducer(engine, f, o.run, f.command);
-      if (again.verdict != Verdict::failed)
-        f.shrunk.failure += fmt::format(" (NOT failing again when re-run for the reproducer: {})", verdict_name(again.verdict));
-      report.failures.push_back(std::move(f));  // later failures are reported as found, unshrunk
-    }
-    report.finished = true;
-  } catch (const Interrupted& e) {
-    report.interrupted = e.signal;
-  }
+  CampaignPlan<EngineCase, EngineCaseResult> plan(gen_engine_case(description, o.space));
+  plan.seed = o.seed;
+  for (int i = 0; i < o.cases; ++i) plan.cases.push_back(i);
+  plan.jobs = o.jobs;
+  plan.run = [&](const EngineCase& c, const fs::path& work) { return run_engine_case(engine, c, o.run, work); };
+  plan.same_failure_limit = o.same_failure_limit;
+  plan.who = fmt::format("the engine '{}'", engine.command);
+  plan.shrink = o.shrink;
+  plan.shrink_budget = o.shrink_budget;
+  plan.shrink_seconds = [&](const EngineCaseResult& first) {
+    return o.shrink_seconds > 0 ? o.shrink_seconds : std::max(30.0, 20 * first.seconds);
+  };
+  // A smaller case replaces the failure only when it fails the same way.
+  plan.still_fails = [](const EngineCaseResult& original, const EngineCaseResult& r) {
+    return r.verdict == Verdict::failed && r.failure_type == original.failure_type;
+  };
+  // The first failure is kept; later ones are reported as found, unshrunk.
+  plan.keep = [&](EngineFailure& f, const fs::path& work, bool) {
+    f.reproducer = o.keep / fmt::format("case-{}-seed-{}", f.index, o.seed);
+    f.command = fmt::format("{} --replay {}", o.replay_prefix, shell_quote(fs::absolute(f.reproducer).string()));
+    const EngineCaseResult again = write_reproducer(engine, f, o.run, f.command, work, report.stopped.empty());
+    if (again.verdict != Verdict::failed)
+      f.shrunk.failure += fmt::format(" (NOT failing again when re-run for the reproducer: {})", verdict_name(again.verdict));
+  };
+  if (o.on_case) plan.on_case = [&] { o.on_case(report); };
+  run_campaign(plan, root.path(), report);
   report.seconds = since(start);
   return report;
 }
@@ -337,7 +295,7 @@ Json engine_report_json(const EngineReport& report) {
                        {"seconds", report.seconds}}},
               {"planned", o.cases},
               {"finished", report.finished},
-              {"stopped", ""},
+              {"stopped", report.stopped},
               {"interrupted", report.interrupted},
               {"failures", failures},
               {"cases", cases},

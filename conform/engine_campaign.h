@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/campaign.h"
+#include "conform/campaign_record.h"
 #include "conform/engine_case.h"
 #include "conform/engine_judge.h"
 
@@ -32,15 +32,9 @@ struct EngineRunOptions {
   fs::path weights;  // with a fixed spec: given weights instead of seeded ones
 };
 
-struct EngineCaseResult {
-  EngineCase c;
-  int index = -1;
-  Verdict verdict = Verdict::passed;
-  std::string failure = {}, failure_type = {}, fault = {}, stderr_tail = {};  // as CaseResult's
-  std::vector<OutputError> errors = {};
+struct EngineCaseResult : CaseRun<EngineCase> {
   std::vector<std::string> ties = {};
   std::vector<PositionFigure> positions = {};
-  double seconds = 0;
 };
 
 // Writes the model in the run's format under `work`, runs the engine on the case's
@@ -48,6 +42,8 @@ struct EngineCaseResult {
 // errors (writing the model, the reference) are thrown.
 EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& c, const EngineRunOptions& o,
                                  const fs::path& work);
+
+struct EngineReport;
 
 struct EngineCampaignOptions {
   EngineRunOptions run;
@@ -58,28 +54,25 @@ struct EngineCampaignOptions {
   bool shrink = true;
   int shrink_budget = 100;   // engine runs allowed while shrinking one failure
   double shrink_seconds = 0;  // 0: max(30 s, 20 x the failing case's time)
+  // Cases after which an engine that failed every one of them the same way (the same exit
+  // code, signal or timeout) stops the campaign unshrunk (conform/process_failure_stop.h).
+  int same_failure_limit = 3;
   fs::path keep = "engine-failures";
   std::string replay_prefix;  // "cutcheck conform-engine --engine '...'"
-  std::function<void(int done, int planned, const EngineCaseResult& last)> on_case;
+  // Called after each finished case with the report so far (the finished cases in case
+  // order), on the thread that called conform_engine().
+  std::function<void(const EngineReport& so_far)> on_case;
 };
 
-struct EngineFailure {
-  EngineCaseResult original, shrunk;
-  int shrink_runs = 0;
-  fs::path reproducer = {};
-  std::string command = {};
-};
+using EngineFailure = CampaignFailure<EngineCaseResult>;
 
-struct EngineReport {
+// The record's failures: the first failure, shrunk.
+struct EngineReport : CampaignRecord<EngineCaseResult> {
   std::string engine;  // the command
   EngineDescription description;
   EngineCampaignOptions options;
   std::string started, host;
-  std::vector<EngineCaseResult> results = {};
-  std::vector<EngineFailure> failures = {};  // the first failure, shrunk
   double seconds = 0;
-  int interrupted = 0;
-  bool finished = false;
   bool passed() const;
 };
 

@@ -9,30 +9,53 @@
 namespace cutcheck {
 namespace {
 
-// Folds one compared element into the verdict; returns whether it passed.
-bool compare(EngineVerdict& v, PositionFigure& fig, double got, double want, double bound, size_t request,
+// Folds one compared element into the tally (the element rule of harness/tolerance.h) and
+// the position's figures; returns whether it passed.
+bool compare(ErrorTally& tally, PositionFigure& fig, double got, double want, double bound, size_t request,
              int64_t position, int32_t token) {
-  if (std::isinf(bound)) {
-    ++v.logprobs.unbounded;
-    return true;
-  }
-  const double diff = std::abs(got - want);  // infinite for a null (-infinity) where a bound holds
-  const double headroom = bound > 0 ? diff / bound : (diff > 0 ? std::numeric_limits<double>::infinity() : 0);
-  fig.worst_abs = std::max(fig.worst_abs, diff);
+  const ElementCheck k = tally.add(want, got, bound);
+  if (!(k.allowed < std::numeric_limits<double>::infinity())) return true;  // no bound: no figure either
+  const double headroom = k.allowed > 0 ? k.diff / k.allowed : (k.diff > 0 ? std::numeric_limits<double>::infinity() : 0);
+  fig.worst_abs = std::max(fig.worst_abs, k.diff);  // infinite for a null (-infinity) where a bound holds
   if (headroom >= fig.headroom) {
     fig.headroom = headroom;
-    fig.bound = bound;
+    fig.bound = k.allowed;
   }
   fig.exact = fig.exact && float(got) == float(want);
-  v.logprobs.max_abs = std::max(v.logprobs.max_abs, diff);
-  v.logprobs.max_rel = std::max(v.logprobs.max_rel, diff / std::max(std::abs(want), 1e-30));
-  v.logprobs.headroom = std::max(v.logprobs.headroom, headroom);
-  if (diff <= bound) return true;
-  ++v.logprobs.mismatches;
-  if (v.logprobs.first.empty())
-    v.logprobs.first = fmt::format("request {}, position {}, token {}: log p {} against the reference's {:.9g}, {:.3g} apart, bound {:.3g}",
-                                   request, position, token, std::isinf(got) ? "null (-inf)" : fmt::format("{:.9g}", got), want,
-                                   diff, bound);
+  if (k.ok) return true;
+  if (tally.error().first.empty())
+    tally.error().first =
+        fmt::format("request {}, position {}, token {}: log p {} against the reference's {:.9g}, {:.3g} apart, bound {:.3g}",
+                    request, position, token, std::isinf(got) ? "null (-inf)" : fmt::format("{:.9g}", got), want, k.diff,
+                    k.allowed);
+  return false;
+}
+
+// A full distribution sums to 1: log sum_j exp(lp_j) of the engine's log-probabilities,
+// over the tokens that have a bound (the others carry less than 2^-126 each and may be
+// anything), lies within the allowance of the reference's over the same tokens.
+bool normalised(ErrorTally& tally, double floor, const LogProbabilities& want, const std::vector<double>& got,
+                size_t request, int64_t position) {
+  if (!std::isfinite(want.total_bound)) return true;
+  double top = -std::numeric_limits<double>::infinity();
+  for (size_t t = 0; t < got.size(); ++t)
+    if (std::isfinite(want.bound[t])) top = std::max(top, got[t]);
+  if (!std::isfinite(top)) return true;  // every bounded token already failed, or none has a bound
+  double engine = 0, reference = 0;
+  for (size_t t = 0; t < got.size(); ++t) {
+    if (!std::isfinite(want.bound[t])) continue;
+    engine += std::exp(got[t] - top);  // a null (-infinity) adds nothing
+    reference += std::exp(want.value[t]);
+  }
+  const double got_total = top + std::log(engine), want_total = std::log(reference);
+  const double gap = std::abs(got_total - want_total);
+  if (gap <= want.total_bound + floor) return true;
+  ++tally.error().mismatches;
+  if (tally.error().first.empty())
+    tally.error().first = fmt::format("request {}, position {}: the log-probabilities do not normalise: log sum exp(log p) "
+                                   "is {:.6g} against the reference's {:.6g}, {:.3g} apart, beyond the {:.3g} a correct "
+                                   "engine's f32 log-softmax allows",
+                                   request, position, got_total, want_total, gap, want.total_bound);
   return false;
 }
 
@@ -44,10 +67,9 @@ void fail(EngineVerdict& v, const std::string& why) {
 }  // namespace
 
 EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std::vector<RequestExpectation>& expected,
-                           const std::vector<EngineResult>& results, int64_t top_k) {
+                           const std::vector<EngineResult>& results, int64_t top_k, const Tolerance& tolerance) {
   EngineVerdict v;
-  v.logprobs.name = "logprobs";
-  double sum_d2 = 0, sum_w2 = 0;
+  ErrorTally tally("logprobs", tolerance);
   for (size_t i = 0; i < requests.size(); ++i) {
     const EngineRequest& request = requests[i];
     const RequestExpectation& want = expected[i];
@@ -82,14 +104,11 @@ EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std
       PositionFigure fig{int64_t(i), p, 0, 0, 0, x.lp.bound[size_t(x.next)], true};
       bool ok = true;
       auto one = [&](int32_t t, double value) {
-        ok = compare(v, fig, value, x.lp.value[size_t(t)], x.lp.bound[size_t(t)], i, p, t) && ok;
-        if (std::isfinite(value) && std::isfinite(x.lp.bound[size_t(t)])) {
-          sum_d2 += (value - x.lp.value[size_t(t)]) * (value - x.lp.value[size_t(t)]);
-          sum_w2 += x.lp.value[size_t(t)] * x.lp.value[size_t(t)];
-        }
+        ok = compare(tally, fig, value, x.lp.value[size_t(t)], x.lp.bound[size_t(t)], i, p, t) && ok;
       };
       if (top_k == 0) {
         for (size_t t = 0; t < lp.full.size(); ++t) one(int32_t(t), lp.full[t]);
+        ok = normalised(tally, tolerance.floor, x.lp, lp.full, i, p) && ok;
       } else {
         double lowest = std::numeric_limits<double>::infinity();
         std::vector<bool> reported(x.logits.size());
@@ -103,18 +122,18 @@ EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std
         for (size_t t = 0; t < reported.size(); ++t) {
           if (reported[t] || !(x.lp.value[t] - x.lp.bound[t] > lowest)) continue;
           ok = false;
-          ++v.logprobs.mismatches;
-          if (v.logprobs.first.empty())
-            v.logprobs.first = fmt::format("request {}, position {}: token {} (reference log p {:.6g}, bound {:.3g}) is "
+          ++tally.error().mismatches;
+          if (tally.error().first.empty())
+            tally.error().first = fmt::format("request {}, position {}: token {} (reference log p {:.6g}, bound {:.3g}) is "
                                            "missing from the engine's top-k, whose lowest is {:.6g}",
                                            i, p, t, x.lp.value[t], x.lp.bound[t], lowest);
         }
       }
       v.positions.push_back(fig);
-      if (!ok) fail(v, v.logprobs.first);
+      if (!ok) fail(v, tally.error().first);
     }
   }
-  v.logprobs.nmse = sum_w2 > 0 ? sum_d2 / sum_w2 : 0;
+  v.logprobs = tally.finish();
   return v;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conform/engine_reference.h"
+#include "harness/tolerance.h"
 
 namespace cutcheck {
 
@@ -28,7 +29,10 @@ struct EngineVerdict {
   std::vector<PositionFigure> positions;
 };
 
+// Each log-probability is held to its bound by the element rule every judge applies
+// (harness/tolerance.h's ErrorTally, under `tolerance`: the bound policy of the run's precision).
 EngineVerdict judge_engine(const std::vector<EngineRequest>& requests, const std::vector<RequestExpectation>& expected,
-                           const std::vector<EngineResult>& results, int64_t top_k);
+                           const std::vector<EngineResult>& results, int64_t top_k,
+                           const Tolerance& tolerance = Tolerance::bound(Precision::f32));
 
 }  // namespace cutcheck

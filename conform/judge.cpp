@@ -32,7 +32,7 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
     r.verdict = Verdict::failed;
     r.failure = clean_text(e.what());  // it may quote what the backend wrote (tensor names, bytes)
     r.stderr_tail = e.stderr_tail;     // clean already (core/process)
-    r.fault = e.fault;
+    r.process_failure = e.process_failure;
     r.failure_type = e.type;
   } catch (const std::exception& e) {
     r.verdict = Verdict::failed;

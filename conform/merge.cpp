@@ -34,7 +34,7 @@ Json campaign_identity(const Json& report) {
           {"tolerance", report.at("tolerance")}, {"options", options}};
 }
 
-// The campaign's stop rule (same_fault) on the merged cases, read back from their JSON.
+// The campaign's stop rule (same_process_failure) on the merged cases, read back from their JSON.
 std::string stop_reason(const Json& cases, int limit, const std::string& backend) {
   std::vector<CaseResult> first;
   for (const Json& c : cases) {
@@ -42,11 +42,11 @@ std::string stop_reason(const Json& cases, int limit, const std::string& backend
     CaseResult r;
     r.verdict = c.at("verdict") == "failed" ? Verdict::failed : c.at("verdict") == "passed" ? Verdict::passed
                                                                                             : Verdict::unsupported;
-    r.fault = c.at("fault");
+    r.process_failure = c.at("fault");
     r.stderr_tail = c.at("stderr_tail");
     first.push_back(r);
   }
-  return same_fault(first, limit, backend);
+  return same_process_failure(first, limit, backend_named(backend));
 }
 
 // Refuses a report that is not a whole cutcheck-conform-2 document: each renderer reads it

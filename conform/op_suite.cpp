@@ -11,6 +11,7 @@
 #include "core/interrupt.h"
 #include "core/random.h"
 #include "core/text.h"
+#include "harness/runner.h"
 #include "harness/split.h"
 #include "program/folder.h"
 #include "program/rewrite.h"
@@ -367,11 +368,7 @@ std::pair<Expected, Tolerance> reference_run(const OpCase& c, const Tolerance& t
   std::vector<Executable*> raw;
   for (const Program& p : c.chips) raw.push_back(chips.emplace_back(std::make_unique<Executable>(p, TensorMap{})).get());
   if (c.chips.size() > 1) return {{run_split(raw, c.inputs), {}}, tolerance.bounded() ? Tolerance::fixed_f32() : tolerance};
-  Expected e{raw[0]->run(c.inputs), {}};
-  if (tolerance.bounded())
-    e.bounds = ErrorBounds(c.chips[0], [&](ValueId v) -> const Tensor& { return raw[0]->value(v); }, tolerance.model())
-                   .outputs();
-  return {std::move(e), tolerance};
+  return {expect(*raw[0], c.inputs, tolerance), tolerance};
 }
 
 void write_case(const OpCase& c, const fs::path& folder) {

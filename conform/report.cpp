@@ -1,11 +1,9 @@
 #include "conform/report.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <cmath>
-#include <ctime>
 #include <map>
 
 #include "core/files.h"
@@ -78,7 +76,7 @@ Json options_json(const ConformOptions& o) {
           {"shrink", o.shrink},
           {"shrink_budget", o.shrink_budget},
           {"shrink_seconds", o.shrink_seconds},
-          {"same_fault_limit", o.same_fault_limit}};
+          {"same_fault_limit", o.same_failure_limit}};  // the key keeps its name for compatibility
 }
 
 Json case_json(const CaseResult& r) {
@@ -88,7 +86,7 @@ Json case_json(const CaseResult& r) {
   return {{"index", r.index},           {"case", r.c.to_json()},         {"text", r.c.str()},
           {"kind", cut_kind_name(r.c.cut.kind)}, {"ctx", r.c.cut.ctx},   {"rows", r.c.cut.row_count()},
           {"verdict", verdict_name(r.verdict)},  {"failure", r.failure}, {"failure_type", r.failure_type},
-          {"fault", r.fault},           {"stderr_tail", r.stderr_tail},  {"errors", errors},
+          {"fault", r.process_failure},  /* the key keeps its name for compatibility */ {"stderr_tail", r.stderr_tail},  {"errors", errors},
           {"seconds", r.seconds}};
 }
 
@@ -127,40 +125,8 @@ std::string tolerance_text(const Json& report) {
                      figure_text(t.at("nmse")));
 }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  return gethostname(name, sizeof name - 1) == 0 ? name : "";
-}
-
 std::string verdict_name(Verdict v) {
   return v == Verdict::passed ? "passed" : v == Verdict::failed ? "failed" : "unsupported";
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 allows no control characters but tab, newline and carriage return.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') out += '?';
-        else out += c;
-    }
-  }
-  return out;
 }
 
 Json output_error_json(const OutputError& e) {
@@ -246,8 +212,6 @@ Json report_json(const ConformReport& report) {
   complete_report(out);
   return out;
 }
-
-std::string json_text(const Json& report) { return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 std::string summary_table(const ConformReport& report) { return summary_table(report_json(report)); }
 std::string junit_xml(const ConformReport& report) { return junit_xml(report_json(report)); }

@@ -10,6 +10,8 @@
 
 #include "conform/campaign.h"
 #include "core/json.h"
+#include "core/provenance.h"
+#include "core/text.h"
 
 namespace cutcheck {
 
@@ -36,15 +38,8 @@ std::string junit_xml(const ConformReport& report);
 // (no case failed, one passed, and the run finished).
 void complete_report(Json& report);
 
-std::string verdict_name(Verdict v);
+std::string verdict_name(Verdict v);  // "passed", "failed", "unsupported"
 
-// What reports say of when and where they ran: "2026-12-01T10:00:00Z" (UTC), the host name.
-std::string utc_now();
-std::string host_name();  // "passed", "failed", "unsupported"
-
-// "&<>\"'" escaped, and the control characters XML 1.0 forbids replaced: for attribute
-// values and text alike.
-std::string xml_escape(const std::string& s);
 
 // A JSON report file kept up to date while a campaign runs: rewritten whole, atomically,
 // after each finished case, so that a run killed at any point leaves a valid report of
@@ -66,9 +61,5 @@ class LiveJsonReport {
 
 // Writes the report to each path not empty: JSON, JUnit XML, HTML (each atomically).
 void write_reports(const Json& report, const std::string& json, const std::string& junit, const std::string& html);
-
-// Writes `report` as JSON text (invalid UTF-8 replaced: the second line of defence, as
-// every text in it is clean already).
-std::string json_text(const Json& report);
 
 }  // namespace cutcheck

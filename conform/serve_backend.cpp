@@ -159,7 +159,7 @@ class ServeBackend::Server {
     r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     r.stderr_tail = stderr_tail();
     process_.kill();
-    throw process_failure(r, fmt::format("the backend server {} (request {})", r.describe(), id));
+    throw process_failed(r, fmt::format("the backend server {} (request {})", r.describe(), id));
   }
 
   // The server ended (`when`): a failure by its exit code or signal.
@@ -168,7 +168,7 @@ class ServeBackend::Server {
     r.set_wait_status(status_);
     r.stderr_tail = stderr_tail();
     process_.kill();
-    return process_failure(r, fmt::format("the backend server {} {}", r.describe(), when));
+    return process_failed(r, fmt::format("the backend server {} {}", r.describe(), when));
   }
 
   // One of the protocol's pipes ended (`what`: "closed its stdout"). A server that exits

@@ -2,7 +2,7 @@
 // backends", core/serve_protocol.h): cutcheck starts `COMMAND --serve` once and sends it
 // one request per run, instead of starting a process per run. Runs fail as CommandBackend's
 // do: a server that times out, crashes (or exits) or breaks the protocol fails the run in
-// progress with the same fault and failure type, is killed with everything it started,
+// progress with the same process failure and failure type, is killed with everything it started,
 // and a fresh server takes the next run.
 #pragma once
 

@@ -78,4 +78,8 @@ std::vector<int64_t> json_int_list(const Json& object, const std::string& key, c
   return out;
 }
 
+std::string json_text(const Json& document) {
+  return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace cutcheck

@@ -22,4 +22,8 @@ std::string json_string(const Json& object, const std::string& key, const std::s
 bool json_bool(const Json& object, const std::string& key, const std::string& source);
 std::vector<int64_t> json_int_list(const Json& object, const std::string& key, const std::string& source);
 
+// `document` as indented JSON text with a final newline, invalid UTF-8 replaced (the second
+// line of defence: the texts put into reports are clean already).
+std::string json_text(const Json& document);
+
 }  // namespace cutcheck

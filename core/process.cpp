@@ -123,11 +123,11 @@ void child_ended(int) {}  // only so that SIGCHLD interrupts the keeper's wait (
 // it is killed, or until cutcheck is gone: `life_fd` is the read end of a pipe whose
 // write end only cutcheck holds, so it ends when cutcheck does, however it ends. The
 // keeper then kills its process group (the command's, and all it started that stayed in
-// it) and so itself. (Before, a cutcheck killed with SIGKILL mid-run left each keeper
-// waiting, with its backend, for as long as the backend ran, for ever if it hung; and a
-// keeper that had reported already, paused for ever.) Runs between fork and exec in a process
-// that may have threads, so it makes async-signal-safe calls only (and ppoll, a system
-// call as poll is). `in_fd` < 0: stdin from /dev/null.
+// it) and so itself. (Without the pipe, a cutcheck killed with SIGKILL mid-run would leave
+// each keeper waiting, with its backend, for as long as the backend ran, for ever if it
+// hung; and a keeper that had reported already, paused for ever.) Runs between fork and
+// exec in a process that may have threads, so it makes async-signal-safe calls only (and
+// ppoll, a system call as poll is). `in_fd` < 0: stdin from /dev/null.
 [[noreturn]] void keep(const char* command, int in_fd, int out_fd, int err_fd, int status_fd, int life_fd) {
   setpgid(0, 0);
   signal(SIGINT, SIG_DFL);  // cutcheck's own interrupt handling is not the backend's

@@ -13,4 +13,8 @@ std::string clean_text(const std::string& bytes);
 // The last `max_bytes` or fewer bytes of `text`, starting on a UTF-8 character boundary.
 std::string utf8_tail(const std::string& text, size_t max_bytes);
 
+// "&<>\"'" escaped, and the control characters XML 1.0 forbids replaced: for attribute
+// values and text alike.
+std::string xml_escape(const std::string& s);
+
 }  // namespace cutcheck

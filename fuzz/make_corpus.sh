@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$here/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,hf,gguf,cut_params,replay}
+rm -rf "$out" && mkdir -p "$out"/{program_text,json,safetensors,cut,llama2c,hf,gguf,cut_params,replay,quant}
 cd "$work"
 
 # A small spec keeps the programs short.
@@ -155,9 +155,70 @@ for dtype, code in (('F32', 0), ('F16', 1), ('BF16', 30)):
     head += b'\0' * (-len(head) % 32)
     open(out + '/gguf/small-%s.gguf' % dtype.lower(), 'wb').write(head + data)
 PY
+# Quantized GGUF seeds for fuzz_gguf: a model whose matrices mix Q8_0 and Q4_0 (rows of 32)
+# with ffn_down (rows of 256) in Q4_K or in Q6_K, blocks of random codes and small f16
+# scales, laid out as ggml-common.h's block structs.
+python3 - "$out/gguf" <<'PY'
+import random, struct, sys
+out = sys.argv[1]
+random.seed(4)
+V, D, F, H, K, E = 8, 32, 256, 2, 1, 16
+def rand(n): return bytes(random.randrange(256) for _ in range(n))
+def f16(): return struct.pack('<e', random.uniform(-0.05, 0.05))
+blocks = {8: (32, lambda: f16() + rand(32)), 2: (32, lambda: f16() + rand(16)),
+          12: (256, lambda: f16() + f16() + rand(140)), 14: (256, lambda: rand(208) + f16())}
+def tensor(shape, kind):
+    if kind == 0: return struct.pack('<%df' % shape[-1], *[random.uniform(0.5, 1.5) for _ in range(shape[-1])])
+    values, block = blocks[kind]
+    rows = shape[0] if len(shape) == 2 else 1
+    return b''.join(block() for _ in range(rows * shape[-1] // values))
+def s(text): return struct.pack('<Q', len(text)) + text.encode()
+for name, ffn_down in (('q8_0-q4_0-q4_k', 12), ('q8_0-q4_0-q6_k', 14)):
+    gguf = [("token_embd.weight", [V, D], 8), ("blk.0.attn_norm.weight", [D], 0), ("blk.0.attn_q.weight", [H * E, D], 2),
+            ("blk.0.attn_k.weight", [K * E, D], 8), ("blk.0.attn_v.weight", [K * E, D], 2),
+            ("blk.0.attn_output.weight", [D, H * E], 8), ("blk.0.ffn_norm.weight", [D], 0),
+            ("blk.0.ffn_gate.weight", [F, D], 2), ("blk.0.ffn_down.weight", [D, F], ffn_down),
+            ("blk.0.ffn_up.weight", [F, D], 8), ("output_norm.weight", [D], 0), ("output.weight", [V, D], 8)]
+    keys = [("general.architecture", 8, s("llama")), ("llama.embedding_length", 4, struct.pack('<I', D)),
+            ("llama.block_count", 4, struct.pack('<I', 1)), ("llama.feed_forward_length", 4, struct.pack('<I', F)),
+            ("llama.attention.head_count", 4, struct.pack('<I', H)), ("llama.attention.head_count_kv", 4, struct.pack('<I', K)),
+            ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack('<f', 1e-5))]
+    head = b'GGUF' + struct.pack('<IQQ', 3, len(gguf), len(keys))
+    for key, kind, value in keys: head += s(key) + struct.pack('<I', kind) + value
+    data = b''
+    for tname, shape, kind in gguf:
+        head += s(tname) + struct.pack('<I', len(shape)) + b''.join(struct.pack('<Q', d) for d in reversed(shape))
+        head += struct.pack('<IQ', kind, len(data))
+        data += tensor(shape, kind)
+        data += b'\0' * (-len(data) % 32)
+    head += b'\0' * (-len(head) % 32)
+    open(out + '/small-%s.gguf' % name, 'wb').write(head + data)
+PY
 python3 -c "
 import random, sys
 random.seed(2)
 for i in range(12): open(sys.argv[1] + '/bytes%d' % i, 'wb').write(bytes(random.randrange(256) for _ in range(48)))
 " "$out/cut_params"
+# fuzz_quant: a format byte (0 q8_0, 1 q4_0, 2 q4_K, 3 q6_K, 4 i8_row; plus 5 to quantize the
+# payload as f32 values), rows and cols (little-endian int64), then two rows of blocks with
+# random codes and a scale of 1 (f16 0x3c00, f32 0x3f800000), or random values.
+python3 - "$out/quant" <<'PY'
+import random, struct, sys
+out = sys.argv[1]
+random.seed(5)
+def rand(n): return bytes(random.randrange(256) for _ in range(n))
+one = struct.pack('<e', 1.0)
+blocks = {0: (32, lambda: one + rand(32)), 1: (32, lambda: one + rand(16)), 2: (256, lambda: one + one + rand(140)),
+          3: (256, lambda: rand(208) + one), 4: (48, lambda: struct.pack('<f', 1.0) + rand(48))}
+for code, (values, block) in blocks.items():
+    head = struct.pack('<Bqq', code, 2, values * 2)
+    row = block() + block() if code != 4 else block()
+    open('%s/blocks%d' % (out, code), 'wb').write(head + row + row)
+    floats = struct.pack('<%df' % (values * 4), *[random.gauss(0, 1) for _ in range(values * 4)])
+    open('%s/values%d' % (out, code), 'wb').write(struct.pack('<Bqq', code + 5, 2, values * 2) + floats)
+# An infinite scale, a row that is not whole blocks, a size that overflows.
+open(out + '/inf_scale', 'wb').write(struct.pack('<Bqq', 0, 1, 32) + b'\x00\x7c' + rand(32))
+open(out + '/partial', 'wb').write(struct.pack('<Bqq', 2, 1, 100) + rand(144))
+open(out + '/overflow', 'wb').write(struct.pack('<Bqq', 3, 1 << 40, 1 << 30) + rand(210))
+PY
 echo "corpus written to $out"

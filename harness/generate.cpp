@@ -48,7 +48,7 @@ TensorMap empty_caches(const ModelSpec& spec, int64_t ctx, bool batched) {
 // costs a program (authored, printed, parsed, planned: about 2 ms at stories260K), each
 // step attends to its bucket's every position; starting at 64 rather than 16 saves two
 // programs for what the first 64 steps spend on masked positions (256 stories260K tokens:
-// measured in bench/generate.sh, README.md).
+// measured in bench/generate.sh, docs/performance.md).
 int64_t bucket_for(int64_t end, int64_t ctx) {
   int64_t bucket = 64;
   while (bucket < end && bucket < ctx) bucket *= 2;

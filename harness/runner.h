@@ -49,6 +49,11 @@ class ReferenceRunner : public CutRunner {
   Executable& plan(const Cut& cut);
 };
 
+// Runs `program` (planned as `e`) on `inputs` and, under the bound policy, bounds every f32
+// output element: what a backend is judged against (harness/tolerance.h). The one place
+// that runs the reference and then its bounds, for whole cuts, pieces and single ops alike.
+Expected expect(Executable& e, const TensorMap& inputs, const Tolerance& tolerance);
+
 // The program of a cut as the interpreter runs it: authored, printed, parsed and verified.
 Program authored_program(const Cut& cut, const ModelSpec& spec);
 

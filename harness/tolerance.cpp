@@ -37,49 +37,59 @@ std::string Tolerance::str() const {
                      m.spread, floor ? fmt::format(", floor {}", floor) : "");
 }
 
-namespace {
+ElementCheck ErrorTally::add(double want, double got, double bound) {
+  ElementCheck k;
+  k.allowed = tolerance_.allowed(want, bound);
+  const bool bounded = k.allowed < INFINITY;
+  if (!bounded) ++e_.unbounded;
+  // Equal bits: for f32 values widened to double, equal values of one sign, or two NaNs.
+  k.same = (got == want && std::signbit(got) == std::signbit(want)) || (std::isnan(got) && std::isnan(want));
+  if (k.same) return k;
+  k.diff = std::abs(got - want);
+  k.ok = !bounded || (std::isfinite(want) && std::isfinite(got) && k.diff <= k.allowed);  // no bound: nothing to hold it to
+  if (std::isfinite(k.diff)) {
+    e_.max_abs = std::max(e_.max_abs, k.diff);
+    e_.max_rel = std::max(e_.max_rel, k.diff / std::max(std::abs(want), tolerance_.bounded() ? 1e-30 : tolerance_.atol));
+    err2_ += k.diff * k.diff;
+    ref2_ += want * want;
+    if (bounded) e_.headroom = std::max(e_.headroom, k.allowed > 0 ? k.diff / k.allowed : INFINITY);
+  } else if (!k.ok) {
+    e_.headroom = INFINITY;
+  }
+  if (!k.ok) {
+    e_.nans += std::isnan(got);
+    ++e_.mismatches;
+  }
+  return k;
+}
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (std::isnan(a) && std::isnan(b)); }
+OutputError ErrorTally::finish() {
+  if (e_.nans) e_.headroom = NAN;
+  e_.nmse = ref2_ > 0 ? err2_ / ref2_ : err2_;
+  if (!tolerance_.bounded() && e_.nmse > tolerance_.nmse && e_.mismatches++ == 0)
+    e_.first = fmt::format("'{}' has NMSE {:.3g}, over {}", e_.name, e_.nmse, tolerance_.nmse);
+  return e_;
+}
+
+namespace {
 
 // An element's value in a message: NaN spelt as such, whatever its sign and payload.
 std::string nan_text(float v) { return std::isnan(v) ? "NaN" : fmt::format("{}", v); }
 
 OutputError compare_floats(const std::string& name, const Tensor& want, const Tensor* bound, const Tensor& got,
                            const Tolerance& tol) {
-  OutputError e;
-  e.name = name;
+  ErrorTally tally(name, tol);
   auto w = want.as<float>(), g = got.as<float>();
-  double err2 = 0, ref2 = 0;
   for (size_t i = 0; i < w.size(); ++i) {
-    const double b = bound ? double(bound->as<float>()[i]) : 0;
-    const double allowed = tol.allowed(w[i], b);
-    if (!(allowed < INFINITY)) ++e.unbounded;
-    if (same_bits(w[i], g[i])) continue;
-    const double d = std::abs(double(g[i]) - double(w[i]));
-    bool ok = std::isfinite(w[i]) && std::isfinite(g[i]) && d <= allowed;
-    if (!(allowed < INFINITY)) ok = true;  // no bound: nothing to hold the element to
-    if (std::isfinite(d)) {
-      e.max_abs = std::max(e.max_abs, d);
-      e.max_rel = std::max(e.max_rel, d / std::max(std::abs(double(w[i])), tol.bounded() ? 1e-30 : tol.atol));
-      err2 += d * d;
-      ref2 += double(w[i]) * double(w[i]);
-      if (allowed < INFINITY) e.headroom = std::max(e.headroom, allowed > 0 ? d / allowed : INFINITY);
-    } else if (!ok) {
-      e.headroom = INFINITY;
-    }
-    if (!ok) e.nans += std::isnan(g[i]);
-    if (!ok && e.mismatches++ == 0) {
-      const std::string is = fmt::format("'{}' element {} is {}, expected {}", name, i, nan_text(g[i]), nan_text(w[i]));
-      if (!tol.bounded()) e.first = fmt::format("{} ({})", is, tol.str());
-      else if (std::isnan(d)) e.first = fmt::format("{} within its bound {:.3g}", is, allowed);  // no "x over" to say
-      else e.first = fmt::format("{} within its bound {:.3g} ({:.4g} x over)", is, allowed, d / allowed);
-    }
+    const ElementCheck k = tally.add(w[i], g[i], bound ? double(bound->as<float>()[i]) : 0);
+    if (k.ok || tally.error().mismatches > 1) continue;
+    const std::string is = fmt::format("'{}' element {} is {}, expected {}", name, i, nan_text(g[i]), nan_text(w[i]));
+    std::string& first = tally.error().first;
+    if (!tol.bounded()) first = fmt::format("{} ({})", is, tol.str());
+    else if (std::isnan(k.diff)) first = fmt::format("{} within its bound {:.3g}", is, k.allowed);  // no "x over" to say
+    else first = fmt::format("{} within its bound {:.3g} ({:.4g} x over)", is, k.allowed, k.diff / k.allowed);
   }
-  if (e.nans) e.headroom = NAN;
-  e.nmse = ref2 > 0 ? err2 / ref2 : err2;
-  if (!tol.bounded() && e.nmse > tol.nmse && e.mismatches++ == 0)
-    e.first = fmt::format("'{}' has NMSE {:.3g}, over {}", name, e.nmse, tol.nmse);
-  return e;
+  return tally.finish();
 }
 
 // `next` may differ where the expected logits rate the other pick within the tolerance:

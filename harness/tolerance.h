@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bound/error_bound.h"
@@ -65,6 +66,33 @@ struct OutputError {
   size_t mismatches = 0;
   size_t nans = 0;       // of the mismatches, elements that are NaN where the reference has a number
   std::string first;     // the first element outside the tolerance, described
+};
+
+// One element compared.
+struct ElementCheck {
+  bool same = false;   // equal bits, or NaN against NaN: passes, and counts in no figure
+  bool ok = true;      // within the tolerance
+  double diff = 0;     // |got - want|
+  double allowed = 0;  // Tolerance::allowed(want, bound); infinite: any value passes
+};
+
+// Folds compared elements into an OutputError, one at a time: the one element rule every
+// judge applies (f32 outputs in compare(), an engine's log-probabilities in
+// conform/engine_judge.cpp). A failing element counts as a mismatch; describing it (the
+// OutputError's `first`) is the caller's, who knows where the element sits.
+class ErrorTally {
+ public:
+  ErrorTally(std::string name, const Tolerance& tolerance) : tolerance_(tolerance) { e_.name = std::move(name); }
+  // `bound`: the reference's bound of the element (ignored by the fixed policies).
+  ElementCheck add(double want, double got, double bound);
+  OutputError& error() { return e_; }
+  // The figures with NMSE, and under a fixed policy its limit (a mismatch past it).
+  OutputError finish();
+
+ private:
+  const Tolerance& tolerance_;
+  OutputError e_;
+  double err2_ = 0, ref2_ = 0;
 };
 
 struct Comparison {

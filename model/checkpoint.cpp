@@ -12,16 +12,21 @@
 #include "core/limits.h"
 #include "core/half.h"
 #include "model/weights.h"
+#include "quant/blocks.h"
+#include "quant/dequantize.h"
 
 namespace cutcheck {
 namespace {
 
-// The cutcheck dtype of a stored tensor; FormatError for the ones the importers do not read.
+// The cutcheck dtype of a stored tensor's values (f32 for a quantized one: it dequantizes to
+// f32); FormatError for the ones the importers do not read.
 DType stored_dtype(const StoredTensor& s, const std::string& where) {
-  if (s.dtype == "F32") return DType::f32;
+  if (s.dtype == "F32" || quant_format_of_ggml_name(s.dtype)) return DType::f32;
   if (s.dtype == "BF16") return DType::bf16;
   if (s.dtype == "F16") return DType::f16;
-  throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16 and BF16)", where, s.dtype));
+  throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16, BF16 and, from GGUF, "
+                                "Q8_0, Q4_0, Q4_K and Q6_K)",
+                                where, s.dtype));
 }
 
 uint16_t bits16(const StoredTensor& s, size_t i) {
@@ -46,10 +51,33 @@ bool narrows_exactly(const StoredTensor& s, DType to) {
   return true;
 }
 
+// A quantized tensor's rows (along its last dimension) dequantized to f32, every value exact
+// (quant/dequantize.h); a block with a non-finite scale is refused naming the row.
+Tensor dequantized(const StoredTensor& s, QuantFormat format, const std::string& where) {
+  Tensor out = Tensor::uninitialized({DType::f32, s.shape});  // checks the memory limit
+  const int64_t cols = s.shape.back();
+  const int64_t rows = cols > 0 ? out.elements() / cols : 0;
+  const int64_t stride = row_bytes(format, cols);
+  float* y = reinterpret_cast<float*>(out.raw_mut().data());
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      dequantize_row(format, s.bytes.data() + r * stride, cols, y + r * cols);
+    } catch (const FormatError& e) {
+      throw FormatError(fmt::format("{}: row {}: {}", where, r, e.what()));
+    }
+  }
+  return out;
+}
+
 // The tensor in dtype `to`: viewed in place when it is stored so, else converted (widening
-// is exact; narrowing happens only where narrows_exactly said so).
+// and dequantizing are exact; narrowing happens only where narrows_exactly said so).
 Tensor take(const CheckpointTensor& t, DType to, const std::string& where) {
   const StoredTensor& s = t.stored;
+  if (const auto format = quant_format_of_ggml_name(s.dtype)) {
+    if (to != DType::f32)
+      throw Error(fmt::format("{}: {} to {} is not an exact conversion", where, s.dtype, dtype_name(to)));
+    return dequantized(s, *format, where);
+  }
   const DType from = stored_dtype(s, where);
   TensorType type{to, s.shape};
   if (from == to) {
@@ -124,20 +152,24 @@ TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const 
       throw FormatError(fmt::format("{}: tensor '{}' is not a weight of {}; cutcheck would ignore what it does",
                                     t.file, name, spec.summary()));
   // The dtype kept: the one 16-bit float type the checkpoint stores its weights in, when
-  // its F32 tensors (GGUF keeps norms in F32) hold values of that type only; f32 otherwise.
+  // its F32 tensors (GGUF keeps norms in F32) hold values of that type only; f32 otherwise,
+  // and whenever a tensor is quantized (its values are seldom a 16-bit type's).
   dtypes.erase(DType::f32);
   spec.dtype = DType::f32;
-  if (!widen && dtypes.size() == 1) {
+  const bool quantized = std::any_of(found.begin(), found.end(), [](const auto& f) {
+    return quant_format_of_ggml_name(f.second->stored.dtype).has_value();
+  });
+  if (!widen && !quantized && dtypes.size() == 1) {
     const DType kept = *dtypes.begin();
     const bool exact = std::all_of(found.begin(), found.end(), [&](const auto& f) {
       return f.second->stored.dtype != "F32" || narrows_exactly(f.second->stored, kept);
     });
     if (exact) spec.dtype = kept;
   }
-  // What the import holds at its peak: the converted copies; the rest stays mapped.
+  // What the import holds at its peak: the converted and dequantized copies; the rest stays mapped.
   uint64_t peak = 0;
   for (const auto& [w, t] : found)
-    if (stored_dtype(t->stored, source) != spec.dtype)
+    if (stored_dtype(t->stored, source) != spec.dtype || quant_format_of_ggml_name(t->stored.dtype))
       peak = checked_add(peak, checked_mul(uint64_t(element_count(w->shape)), uint64_t(dtype_size(spec.dtype)), source),
                          source);
   check_memory(peak, fmt::format("{}: importing {} (the weights converted to {})", source, spec.name,

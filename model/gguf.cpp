@@ -11,6 +11,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "model/weights.h"
+#include "quant/blocks.h"
 
 namespace cutcheck {
 namespace {
@@ -24,7 +25,7 @@ constexpr uint64_t max_name_bytes = 1 << 16;
 constexpr int max_array_depth = 4;
 constexpr uint32_t max_dims = 4;  // llama.cpp's GGML_MAX_DIMS
 
-// ggml's tensor types: the three cutcheck reads, and names for the refusal of the rest.
+// ggml's tensor types by enum ggml_type value, named for messages.
 std::string ggml_type_name(uint32_t type) {
   static const char* names[] = {"F32",    "F16",     "Q4_0",   "Q4_1",    "Q4_2",   "Q4_3",   "Q5_0",   "Q5_1",
                                 "Q8_0",   "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",   "Q5_K",   "Q6_K",   "Q8_K",
@@ -145,6 +146,32 @@ void skip_array(Cursor& in, const std::string& what, const std::string& source, 
     } else {
       throw FormatError(fmt::format("{}: {} has element type {}, which GGUF does not define", source, what, type));
     }
+  }
+}
+
+// The bytes of a tensor of ggml type `type` and stored.shape: F32, F16 and BF16 values, or
+// rows of quantized blocks (quant/blocks.h), each row along the fastest dimension a whole
+// number of blocks. Refuses any other type, a row that is not whole blocks and a size that
+// overflows, naming the tensor.
+uint64_t stored_size(const StoredTensor& stored, uint32_t type, const std::string& source, const std::string& what) {
+  const Shape& shape = stored.shape;
+  if (const auto format = quant_format_of_ggml_name(stored.dtype); format && ggml_type(*format)->id == type) {
+    try {
+      const int64_t cols = shape.back();
+      const int64_t rows = element_count(Shape(shape.begin(), shape.end() - 1));
+      return uint64_t(bytes_for(*format, rows, cols));
+    } catch (const Error& e) {
+      throw FormatError(fmt::format("{}: {} is {} of shape {} (rows of {} values): {}", source, what, stored.dtype,
+                                    shape_str(shape), shape.back(), e.what()));
+    }
+  }
+  if (type != 0 && type != 1 && type != 30)
+    throw FormatError(fmt::format("{}: {} is {}; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K tensors",
+                                  source, what, stored.dtype));
+  try {
+    return checked_mul(uint64_t(element_count(shape)), type == 0 ? 4u : 2u, what);
+  } catch (const LimitError&) {
+    throw FormatError(fmt::format("{}: {} has shape {}, too large", source, what, shape_str(shape)));
   }
 }
 
@@ -304,18 +331,8 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source,
     }
     const uint32_t type = in.read<uint32_t>(what + " (type)");
     info.offset = in.read<uint64_t>(what + " (offset)");
-    if (type == 0) info.stored.dtype = "F32";
-    else if (type == 1) info.stored.dtype = "F16";
-    else if (type == 30) info.stored.dtype = "BF16";
-    else
-      throw FormatError(fmt::format("{}: {} is {}; cutcheck reads F32, F16 and BF16 tensors (quantized types are "
-                                    "not read)",
-                                    source, what, ggml_type_name(type)));
-    try {
-      info.size = checked_mul(uint64_t(element_count(info.stored.shape)), info.stored.dtype == "F32" ? 4u : 2u, what);
-    } catch (const LimitError&) {
-      throw FormatError(fmt::format("{}: {} has shape {}, too large", source, what, shape_str(info.stored.shape)));
-    }
+    info.stored.dtype = ggml_type_name(type);
+    info.size = stored_size(info.stored, type, source, what);
     if (info.offset % file.alignment != 0)
       throw FormatError(fmt::format("{}: {} starts at offset {}, not a multiple of the alignment {}", source, what,
                                     info.offset, file.alignment));
@@ -328,11 +345,17 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source,
   uint64_t covered = 0;
   const Info* previous = nullptr;
   for (Info& info : infos) {
+    // A size its type and shape imply that disagrees with the offsets or the file's length.
     if (info.offset < covered)
-      throw FormatError(fmt::format("{}: tensor '{}' overlaps tensor '{}'", source, info.name, previous->name));
+      throw FormatError(fmt::format("{}: tensor '{}' ({} of shape {}: {} bytes at offset {}) runs into tensor '{}' at "
+                                    "offset {}",
+                                    source, previous->name, previous->stored.dtype, shape_str(previous->stored.shape),
+                                    previous->size, previous->offset, info.name, info.offset));
     if (info.size > data_size || info.offset > data_size - info.size)
-      throw FormatError(fmt::format("{}: tensor '{}' ({} bytes at offset {}) runs past the {} data bytes", source,
-                                    info.name, info.size, info.offset, data_size));
+      throw FormatError(fmt::format("{}: tensor '{}' ({} of shape {}: {} bytes at offset {}) runs past the {} data "
+                                    "bytes",
+                                    source, info.name, info.stored.dtype, shape_str(info.stored.shape), info.size,
+                                    info.offset, data_size));
     covered = info.offset + info.size;
     previous = &info;
     info.stored.bytes = {bytes.data() + data_start + info.offset, size_t(info.size)};

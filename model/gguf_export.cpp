@@ -2,24 +2,62 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/error.h"
 #include "model/checkpoint_export.h"
 #include "model/gguf.h"
 #include "model/weights.h"
+#include "quant/quantize.h"
 
 namespace cutcheck {
 namespace {
 
 constexpr uint64_t alignment = 32;  // general.alignment, llama.cpp's default
 
-// GGUF's value types and ggml's tensor types, the few written here.
+// GGUF's value types and ggml's float tensor types, the few written here.
 enum ValueType : uint32_t { u32 = 4, i32 = 5, f32 = 6, string = 8, array = 9 };
-uint32_t ggml_type(DType dtype) { return dtype == DType::f32 ? 0 : dtype == DType::f16 ? 1 : 30; }
-// general.file_type: llama.cpp's ALL_F32, MOSTLY_F16, MOSTLY_BF16.
-uint32_t file_type(DType dtype) { return dtype == DType::f32 ? 0 : dtype == DType::f16 ? 1 : 32; }
+uint32_t ggml_float_type(DType dtype) { return dtype == DType::f32 ? 0 : dtype == DType::f16 ? 1 : 30; }
+
+struct FileTypeInfo {
+  GgufFileType type;
+  const char* name;
+  uint32_t llama_ftype;  // general.file_type: enum llama_ftype (include/llama.h)
+};
+constexpr FileTypeInfo file_types[] = {{GgufFileType::f32, "f32", 0},   {GgufFileType::f16, "f16", 1},
+                                       {GgufFileType::bf16, "bf16", 32}, {GgufFileType::q8_0, "q8_0", 7},
+                                       {GgufFileType::q4_0, "q4_0", 2},  {GgufFileType::q4_k_m, "q4_k_m", 15}};
+
+const FileTypeInfo& info(GgufFileType type) {
+  for (const FileTypeInfo& t : file_types)
+    if (t.type == type) return t;
+  throw Error("GGUF export: unknown file type");
+}
+
+// The format a quantized file type stores its matrices in by default
+// (llama_ftype_get_default_type); nullopt for the float types.
+std::optional<QuantFormat> default_quant(GgufFileType type) {
+  switch (type) {
+    case GgufFileType::q8_0: return QuantFormat::q8_0;
+    case GgufFileType::q4_0: return QuantFormat::q4_0;
+    case GgufFileType::q4_k_m: return QuantFormat::q4_K;
+    default: return std::nullopt;
+  }
+}
+
+// The dtype of a float file type's matrices (f32 for the quantized types' norms).
+DType float_dtype(GgufFileType type) {
+  return type == GgufFileType::f16 ? DType::f16 : type == GgufFileType::bf16 ? DType::bf16 : DType::f32;
+}
+
+// llama_tensor_get_type_impl's use_more_bits: the first and last eighth of the layers and
+// every third one between get more bits.
+bool use_more_bits(int64_t layer, int64_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+}
 
 // Little-endian encoding of the header's parts.
 class Encoder {
@@ -60,11 +98,13 @@ class Encoder {
   uint64_t keys_ = 0;
 };
 
-void put_metadata(Encoder& e, const ModelSpec& spec, DType dtype) {
+void put_metadata(Encoder& e, const ModelSpec& spec, GgufFileType type) {
   e.key_text("general.architecture", "llama");
   e.key_text("general.name", spec.name);
   e.key_u32("general.alignment", alignment);
-  e.key_u32("general.file_type", file_type(dtype));
+  e.key_u32("general.file_type", info(type).llama_ftype);
+  // GGML_QNT_VERSION, as llama-quantize writes it.
+  if (default_quant(type)) e.key_u32("general.quantization_version", 2);
   e.key_u32("llama.context_length", gguf_context_length);
   e.key_u32("llama.embedding_length", spec.dim);
   e.key_u32("llama.block_count", spec.layers);
@@ -119,9 +159,33 @@ void put_vocabulary(Encoder& e, int64_t vocab) {
 struct TensorEntry {
   std::string file_name, weight;
   Shape shape;
-  DType container;  // F32 for norms, else the file's dtype
+  GgufTensorType stored;
+  DType values;  // what a float tensor's values are rounded to (a norm in F32 holds an f16 file's values)
   uint64_t offset, bytes;
 };
+
+// Writes entry `t` as the file stores it: a quantized tensor's rows by ggml's reference
+// quantizers, from the weight's f32 values.
+void write_tensor(const FileSink& write, const ModelSpec& spec, const TensorMap& weights, const TensorEntry& t) {
+  if (!t.stored.quant) {
+    write(exported_weight(spec, weights, t.weight, RopeStyle::interleaved, t.values, t.stored.dtype).raw());
+    return;
+  }
+  const QuantFormat format = *t.stored.quant;
+  const Tensor x = exported_weight(spec, weights, t.weight, RopeStyle::interleaved, DType::f32);
+  const int64_t cols = t.shape.back(), rows = x.elements() / cols, stride = row_bytes(format, cols);
+  std::vector<std::byte> out(size_t(t.bytes));
+  const float* values = reinterpret_cast<const float*>(x.raw().data());
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      quantize_row_reference(format, values + r * cols, cols, out.data() + r * stride);
+    } catch (const Error& e) {
+      throw InputError(fmt::format("GGUF export: weight '{}' ({}), row {}: {}", t.weight, ggml_type(format)->name, r,
+                                   e.what()));
+    }
+  }
+  write(out);
+}
 
 }  // namespace
 
@@ -148,27 +212,73 @@ void check_gguf_expressible(const ModelSpec& spec) {
       inexpressible(format, spec, fmt::format("{} = {} does not fit GGUF's uint32 key", field, value));
 }
 
-void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, DType dtype) {
+std::string gguf_file_type_name(GgufFileType type) { return info(type).name; }
+
+GgufFileType parse_gguf_file_type(const std::string& name, const std::string& option) {
+  for (const FileTypeInfo& t : file_types)
+    if (name == t.name) return t.type;
+  throw Error(fmt::format("{} '{}': choose f32, f16, bf16, q8_0, q4_0 or q4_k_m", option, name));
+}
+
+GgufFileType gguf_file_type(DType dtype) {
+  if (dtype == DType::f32) return GgufFileType::f32;
+  if (dtype == DType::f16) return GgufFileType::f16;
+  if (dtype == DType::bf16) return GgufFileType::bf16;
+  throw Error(fmt::format("GGUF export: dtype {} is not one of f32, f16, bf16", dtype_name(dtype)));
+}
+
+GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight, GgufFileType type) {
+  const std::vector<WeightInfo> layout = weight_layout(spec);
+  const auto w = std::find_if(layout.begin(), layout.end(), [&](const WeightInfo& i) { return i.name == weight; });
+  if (w == layout.end()) throw Error(fmt::format("GGUF export: '{}' is not a weight of {}", weight, spec.summary()));
+  if (w->shape.size() == 1) return {std::nullopt, DType::f32};  // norms stay F32
+  std::optional<QuantFormat> quant = default_quant(type);
+  if (!quant) return {std::nullopt, float_dtype(type)};
+  const int64_t cols = w->shape.back();
+  if (weight == weight::output() || (spec.tied && weight == weight::embedding())) {
+    if (*quant != QuantFormat::q8_0) quant = cols % 256 == 0 ? QuantFormat::q6_K : QuantFormat::q8_0;
+  } else if (type == GgufFileType::q4_k_m) {
+    for (int64_t l = 0; l < spec.layers; ++l)
+      if ((weight == weight::wv(l) || weight == weight::w2(l)) && use_more_bits(l, spec.layers))
+        quant = QuantFormat::q6_K;
+  }
+  // tensor_type_fallback: rows that are not whole blocks of the type chosen.
+  if (cols % block_layout(*quant, cols).values != 0) {
+    if (*quant == QuantFormat::q4_K)
+      throw Error(fmt::format("GGUF export ({}): weight '{}' has rows of {} values, not whole 256-value blocks of "
+                              "Q4_K; llama.cpp's recipe stores it as Q5_0, which cutcheck does not write (q8_0 and "
+                              "q4_0 take any shape)",
+                              gguf_file_type_name(type), weight, cols));
+    if (*quant == QuantFormat::q6_K) quant = QuantFormat::q8_0;
+    if (cols % block_layout(*quant, cols).values != 0) return {std::nullopt, DType::f16};
+  }
+  return {quant, DType::f32};
+}
+
+void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, GgufFileType type) {
   spec.validate();
   check_gguf_expressible(spec);
   check_weights(weights, spec, "weights to export");
-  if (!(dtype == DType::f32 || is_half(dtype)))
-    throw Error(fmt::format("GGUF export: dtype {} is not one of f32, f16, bf16", dtype_name(dtype)));
 
   // The tensors in llama.cpp's converter's order, each at an aligned offset; norms (the
   // one-dimensional weights) stay F32, as llama.cpp's CPU kernels multiply by them.
   const auto names = checkpoint_name_map(spec, gguf_tensor_names);
+  const bool quantized = default_quant(type).has_value();
   std::vector<TensorEntry> entries;
   uint64_t offset = 0;
   for (const WeightInfo& w : weight_layout(spec)) {
-    const DType stored = w.shape.size() == 1 ? DType::f32 : dtype;
-    const uint64_t bytes = TensorType{stored, w.shape}.bytes();
-    entries.push_back({names.at(w.name), w.name, w.shape, stored, offset, bytes});
+    const GgufTensorType stored = gguf_tensor_type(spec, w.name, type);
+    // A float file's norms hold the file dtype's values; a quantized file's hold the weights'.
+    const DType values = quantized ? stored.dtype : float_dtype(type);
+    const int64_t cols = w.shape.back();
+    const uint64_t bytes = stored.quant ? uint64_t(bytes_for(*stored.quant, element_count(w.shape) / cols, cols))
+                                        : TensorType{stored.dtype, w.shape}.bytes();
+    entries.push_back({names.at(w.name), w.name, w.shape, stored, values, offset, bytes});
     offset += (bytes + alignment - 1) / alignment * alignment;
   }
 
   Encoder e;
-  put_metadata(e, spec, dtype);
+  put_metadata(e, spec, type);
   put_vocabulary(e, spec.vocab);
   std::string tensor_infos;
   {
@@ -177,7 +287,7 @@ void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& wei
       infos.text(t.file_name);
       infos.put(uint32_t(t.shape.size()));
       for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) infos.put(uint64_t(*d));  // fastest first
-      infos.put(ggml_type(t.container));
+      infos.put(t.stored.quant ? ggml_type(*t.stored.quant)->id : ggml_float_type(t.stored.dtype));
       infos.put(t.offset);
     }
     tensor_infos = std::move(infos.bytes());
@@ -195,8 +305,7 @@ void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& wei
     write(std::as_bytes(std::span(header.bytes())));
     const std::byte zeros[alignment] = {};
     for (const TensorEntry& t : entries) {
-      const Tensor data = exported_weight(spec, weights, t.weight, RopeStyle::interleaved, dtype, t.container);
-      write(data.raw());
+      write_tensor(write, spec, weights, t);
       write({zeros, size_t((alignment - t.bytes % alignment) % alignment)});
     }
   });

@@ -1,15 +1,21 @@
 // Writing a model as a GGUF file llama.cpp loads and runs: the `llama` architecture, F32,
 // F16 or BF16 projections and embeddings (norms in F32, as llama.cpp's converter keeps
-// them), the metadata llama.cpp reads, and a synthetic SentencePiece vocabulary of the
+// them), or projections and embeddings quantized as llama-quantize quantizes them (ggml's
+// reference quantizers, quant/quantize.h, and its choice of type per tensor), the metadata
+// llama.cpp reads, and a synthetic SentencePiece vocabulary of the
 // spec's size. llama.cpp's `llama` architecture rotates pairs (2i, 2i+1), so the q and k
 // rows are written in the interleaved order whatever the spec's rope_style; the file
 // imports (model/gguf.h) as the same model with rope_style = interleaved
 // (docs/checkpoints.md, "Exporting").
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "core/files.h"
 #include "core/tensor.h"
 #include "model/spec.h"
+#include "quant/blocks.h"
 
 namespace cutcheck {
 
@@ -22,9 +28,40 @@ constexpr int64_t gguf_context_length = 4096;
 // cutcheck's GGUF reader could not read back), naming the knob.
 void check_gguf_expressible(const ModelSpec& spec);
 
+// A GGUF file's type, llama.cpp's llama_ftype (general.file_type): every matrix in one float
+// dtype (ALL_F32, MOSTLY_F16, MOSTLY_BF16), or quantized by llama-quantize's recipe for
+// MOSTLY_Q8_0, MOSTLY_Q4_0 or MOSTLY_Q4_K_M.
+enum class GgufFileType { f32, f16, bf16, q8_0, q4_0, q4_k_m };
+
+// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m".
+std::string gguf_file_type_name(GgufFileType type);
+// Throws Error naming `option` for any other name.
+GgufFileType parse_gguf_file_type(const std::string& name, const std::string& option);
+GgufFileType gguf_file_type(DType dtype);  // f32, f16 or bf16
+
+// How a file of `type` stores one weight (cutcheck's name): quantized in `quant`, or else as
+// `dtype` values. Norms (one-dimensional) are F32. In a quantized file the type is
+// llama.cpp's llama_tensor_get_type (src/llama-quant.cpp) without an importance matrix:
+//   - the output head, or the embedding of a tied model: Q6_K, or Q8_0 when its rows are
+//     not whole 256-value blocks (in every quantized type but MOSTLY_Q8_0, which keeps Q8_0);
+//   - q4_k_m's attn_v (wv) and ffn_down (w2) of layer i of n: Q6_K when use_more_bits(i, n),
+//     that is i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2; else Q4_K;
+//   - every other matrix: the file type's own (Q8_0, Q4_0, Q4_K);
+// then tensor_type_fallback for rows that are not whole blocks of that type: Q6_K falls back
+// to Q8_0, and a row that is not whole 32-value blocks to F16. llama.cpp falls back from Q4_K
+// to Q5_0, which cutcheck does not write: that weight is refused (Error naming it). For Q8_0
+// and Q4_0 llama.cpp has no fallback (it refuses the file); cutcheck takes its last one, F16.
+struct GgufTensorType {
+  std::optional<QuantFormat> quant;
+  DType dtype = DType::f32;  // when not quantized
+};
+GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight, GgufFileType type);
+
 // Writes `out` atomically (nothing is left on a failure), streaming one tensor at a time.
-// `weights` are the spec's (checked against its layout); `dtype` is the file's (f32, f16
-// or bf16).
-void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, DType dtype);
+// `weights` are the spec's (checked against its layout); `type` is the file's.
+void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, GgufFileType type);
+inline void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, DType dtype) {
+  write_gguf(out, spec, weights, gguf_file_type(dtype));
+}
 
 }  // namespace cutcheck

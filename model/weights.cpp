@@ -10,6 +10,8 @@
 #include "core/half.h"
 #include "core/random.h"
 #include "core/safetensors.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
 
 namespace cutcheck {
 
@@ -122,7 +124,8 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
   return out;
 }
 
-void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed) {
+void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed,
+                             std::optional<QuantFormat> through) {
   spec.validate();
   std::map<std::string, WeightInfo> layout;  // the file's order: by name
   std::map<std::string, TensorType> types;
@@ -130,15 +133,43 @@ void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_
     layout.emplace(w.name, w);
     types.emplace(w.name, TensorType{spec.dtype, w.shape});
   }
+  if (through) {
+    if (!ggml_type(*through))
+      throw Error(fmt::format("weights quantized through {}: only ggml's block formats (q8_0, q4_0, q4_K, q6_K)",
+                              quant_format_name(*through)));
+    if (spec.dtype != DType::f32)
+      throw Error(fmt::format("weights quantized through {} are f32, but spec '{}' is {}", quant_format_name(*through),
+                              spec.name, dtype_name(spec.dtype)));
+    for (const auto& [name, w] : layout) {
+      if (w.shape.size() != 2) continue;
+      try {
+        row_bytes(*through, w.shape.back());
+      } catch (const Error& e) {
+        throw Error(fmt::format("weight '{}' {}: {}", name, shape_str(w.shape), e.what()));
+      }
+    }
+  }
   const std::string header = encode_safetensors_header(types, weights_metadata(spec));
   write_file_atomic(weights_file(dir), [&](const FileSink& write) {
     write(std::as_bytes(std::span(header.data(), header.size())));
-    std::vector<std::byte> chunk(size_t{1} << 22);  // 4 MiB at a time: no tensor is ever whole in memory
+    // 4 MiB at a time: no tensor is ever whole in memory. A piece of a matrix is whole
+    // blocks (its rows are, and 4 MiB is), and the ggml formats quantize each block alone,
+    // so a piece is quantized as one row.
+    std::vector<std::byte> chunk(size_t{1} << 22);
+    std::vector<std::byte> blocks;
     for (const auto& [name, w] : layout) {
       SeededValues values(spec, w, seed);
+      const bool rounded = through && w.shape.size() == 2;
       for (uint64_t left = types.at(name).bytes(); left > 0;) {
         const size_t n = size_t(std::min<uint64_t>(left, chunk.size()));
         values.fill({chunk.data(), n});
+        if (rounded) {
+          float* x = reinterpret_cast<float*>(chunk.data());
+          const int64_t count = int64_t(n / 4);
+          blocks.resize(size_t(row_bytes(*through, count)));
+          quantize_row_reference(*through, x, count, blocks.data());
+          dequantize_row(*through, blocks.data(), count, x);
+        }
         write({chunk.data(), n});
         left -= n;
       }

@@ -2,12 +2,14 @@
 // llama2.c and Hugging Face), a seeded synthetic generator, and a weights folder.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/files.h"
 #include "core/tensor.h"
 #include "model/spec.h"
+#include "quant/blocks.h"
 
 namespace cutcheck {
 
@@ -50,7 +52,12 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
 // Writes the same weights to DIR/model.safetensors piece by piece, the same bytes as
 // write_weights(dir, synthetic_weights(spec, seed), spec) without holding any tensor
 // whole: an 8B model in bf16 takes its 16 GB on disk and a few MiB of memory.
-void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed);
+// With `through` (a ggml format), every matrix's values (f32: spec.dtype must be f32) are
+// quantized by its reference quantizer and dequantized again (quant/), the weights a file
+// quantized so imports as; norms and biases are kept. A matrix whose rows are not whole
+// blocks of the format is refused (Error naming it) before anything is written.
+void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed,
+                             std::optional<QuantFormat> through = std::nullopt);
 
 // A weights folder holds model.safetensors, and spec.json when it came from an import.
 fs::path weights_file(const fs::path& dir);

@@ -203,7 +203,7 @@ MutationReport run_mutants(const std::vector<Mutant>& mutants, const MutateOptio
     co.seed = mix64(o.seed, i);
     co.shapes = {128, 16, 0.2};
     co.shrink = false;
-    co.same_fault_limit = 0;
+    co.same_failure_limit = 0;
     co.keep = temp.path() / "kept";
     ConformReport cr = conform(backend, co);
     if (cr.interrupted) throw Interrupted{cr.interrupted};

@@ -43,11 +43,11 @@ rc::Gen<Back> gen_back() {
 // again as first drawn (and never goes back to an earlier one). So:
 // - a position is a distance back from the end (Back), drawn before ctx: a distance
 //   shrunk to 0 keeps the case at the end of its cache while ctx shrinks under it (drawn
-//   after ctx, it came back at its first value with every smaller ctx tried, and a
-//   failure that needs the cache's tail kept a long cache);
+//   after ctx, it would come back at its first value with every smaller ctx tried, and a
+//   failure that needs the cache's tail would keep a long cache);
 // - tokens and positions are one draw each, not one per row: the draws after them (the
 //   seeds, the k scale) keep their places, and so their values, when the rows shrink (a
-//   failure that needs large keys lost them on 3 shrinks in 4, and kept its rows).
+//   failure that needs large keys would lose them on 3 shrinks in 4, and keep its rows).
 rc::Gen<Case> gen_case_for(ModelSpec spec, std::vector<CutKind> kinds, ShapeSpace shapes) {
   return rc::gen::exec([spec, kinds, shapes] {
     Case c;

@@ -45,27 +45,14 @@ namespace {
 // 0..7] as 16 f32; for bf16 the permutation also widens, putting each bf16 value in the
 // upper half of a 32-bit lane and zeroing the lower half, which is the f32 of the same
 // value. Each half is widened to double and added. Lane j of the sums is column j's, its
-// terms in ascending k, as in the generic kernel. Two groups (16 columns) both from
-// memory and from cache: a group's sums form one chain of dependent adds, and with one
-// chain the kernel waits on the adds' latency. Measured on this machine (an AMD EPYC), one
-// thread, weights of 256 MB in memory the process owns: 8 columns 0.144 ns a bf16 weight
-// and 0.179 an f32 one, 16 columns 0.117 and 0.142. (An earlier reading that 16 were
-// slower from memory was taken on mapped file pages, which this virtual machine reads at
-// anything from 6 to 68 GB/s.) Tried since and slower, bf16 weights in L2: 24 to 64
-// columns (0.083 to 0.11 ns a weight against 0.075 for 16), a multiply and a separate add
-// to shorten the chain (0.12), and widening bf16 to double with integer shifts on x
-// scaled by 2^896 (0.085). And no faster (the fifth session, weight rows of 4 KiB as in
-// a 1B model; each figure against 0.073 to 0.078 for this kernel in the same runs): 32
-// columns with half the regrouped blocks parked on the stack (0.095: with rows of 4 KiB
-// all 32 columns' lines fall in one L1 set; where rows are 4160 bytes it was faster,
-// 0.060 against 0.071), the second 16 of them half a row behind the first (0.068 in
-// cache, but from memory 32 streams read slower than 16: 0.124 against 0.089 on one
-// thread), every regrouped pair staged through the stack and widened from there (0.075),
-// that with a multiply and a separate add (0.118), the integer widening with a multiply
-// and an add (0.074; a subnormal bf16 weight then becomes a subnormal double, which this
-// CPU multiplies about twice as slowly); and, neither beyond the noise, prefetching 3, 8
-// or 24 lines ahead in the same rows instead of the next call's rows (whole decode steps)
-// and weights on 2 MiB pages (from memory, two threads).
+// terms in ascending k, as in the generic kernel. Two groups (16 columns) at a time: a
+// group's sums form one chain of dependent adds, and with one chain the kernel waits on
+// the adds' latency. Not more than two: with weight rows of 4 KiB (a 1B model) more than
+// 16 columns put more than 16 lines in one L1 set, and from memory 32 streams read slower
+// than 16. The widening stays a permutation into the upper half (an integer widening
+// would turn a subnormal bf16 weight into a subnormal double, which multiplies slowly),
+// and the adds stay fused. The measurements behind each choice: docs/performance.md,
+// "The decode kernel".
 template <class T>
 struct Line {
   static constexpr int terms = 64 / int(sizeof(T));  // per column per step
@@ -141,7 +128,7 @@ inline __m512i load_part(__mmask64 mask, uintptr_t p, uint16_t) {
 // So a load reads one line, whole or in part (but for a column shorter than the distance
 // to its first boundary, whose one part step spans two lines, reading only the column):
 // a load across two lines cost more than whole loads gain (weights 16 bytes off a line:
-// bf16 0.119 -> 0.130 ns a weight), and those terms in scalar code, as they went before,
+// bf16 0.119 -> 0.130 ns a weight), and those terms in scalar code would
 // cost a quarter of a bf16 decode step (32 of each column's 2048 terms; 1B shape, weights
 // 16 bytes off a line). With `prefetch`, the next call's line at the same k is fetched
 // into L2: a weight row's first lines would otherwise wait for memory, as the hardware's

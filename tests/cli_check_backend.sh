@@ -128,7 +128,7 @@ grep -q "^STOPPED: the backend '.*hang.sh' timed out on each of the first 3 runs
 [ "$(wc -l < hang-runs.txt)" = 4 ] || fail "hang: $(wc -l < hang-runs.txt) runs: the runs past the third were not skipped"
 nothing_left "hang"
 
-# The MLIR backend in its spec precision: bitwise (README.md has the whole report).
+# The MLIR backend in its spec precision: bitwise (docs/usage.md has the whole report).
 # Where MLIR 22 is not installed the backend refuses everything: skipped, unless
 # CUTCHECK_REQUIRE_MLIR is set (as CI sets it). A request compiles its program: a generous
 # time limit, for a loaded machine.

@@ -81,6 +81,17 @@ hostile linked protocol "not a regular file (a symbolic link)"
 hostile crash crash "killed by signal 11"
 hostile hang timeout "timed out" 30
 
+# An engine that crashes on every run the same way stops the campaign after its first 3
+# cases, unshrunk, with one STOPPED line (the stop rule conform's campaigns apply).
+"$cutcheck" conform-engine --engine "$engines/hostile_engine.sh crash" --cases 8 --keep keep-stopped --json report.json \
+  > out.txt 2> err.txt
+[ $? = 1 ] || fail "an engine crashing every run: not exit 1"
+check_json "an engine crashing every run" "len(r['cases']) == 3 and r['counts']['failed'] == 3 and 'on each of the first 3 cases' in r['stopped'] and r['failures'][0]['shrink_runs'] == 0"
+grep -q "^STOPPED: the engine '.*hostile_engine.sh crash' was killed by signal 11" out.txt ||
+  fail "an engine crashing every run: no STOPPED line: $(cat out.txt)"
+[ -f keep-stopped/case-0-seed-1/requests.json ] || fail "an engine crashing every run: the first failure is not kept"
+nothing_left "an engine crashing every run"
+
 "$cutcheck" conform-engine --engine "$engines/hostile_engine.sh unsupported" --cases 2 --json report.json > out.txt 2> err.txt
 [ $? = 1 ] || fail "an engine that runs nothing: not exit 1 (no case passed)"
 check_json "unsupported" "r['counts']['unsupported'] == 2 and 'no such model here' in r['cases'][0]['failure']"

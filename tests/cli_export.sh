@@ -40,7 +40,7 @@ grep -q '"dtype": "bf16"' back-hf/spec.json || fail "the bf16 export did not imp
 grep -q '"rope_style": "half"' back-hf/spec.json || fail "the Hugging Face folder is not in the half order"
 
 # Bad input: exit 2, a message naming what is wrong, nothing written.
-expect_error 2 "--dtype 'f64': choose f32, f16 or bf16" "$cutcheck" export-gguf --weights tiny --out x.gguf --dtype f64
+expect_error 2 "--dtype 'f64': choose f32, f16, bf16, q8_0, q4_0 or q4_k_m" "$cutcheck" export-gguf --weights tiny --out x.gguf --dtype f64
 cat >qwen.json <<'EOF'
 {"name": "q", "vocab": 16, "dim": 8, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 4, "ffn": 8,
  "norm_eps": 1e-6, "rope_theta": 10000, "rope_style": "half", "tied": true, "qk_norm": true}

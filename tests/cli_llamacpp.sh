@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # cutcheck-llamacpp (tools/llamacpp) on models cutcheck exports: llama.cpp's greedy tokens
 # are the reference's on a small random model in f32 and f16, and llama2.c's 64 fixture
-# tokens on stories260K; the planted fault changes them; bad requests exit 2, a format it
-# does not load 77. Skips where node or tools/llamacpp/node_modules is missing, unless
-# CUTCHECK_REQUIRE_LLAMACPP is set (CI).
+# tokens on stories260K (also from its Q8_0 export; its Q4_0 export loads and generates);
+# the planted fault changes them; bad requests exit 2, a format it does not load 77. Skips
+# where node or tools/llamacpp/node_modules is missing, unless CUTCHECK_REQUIRE_LLAMACPP is
+# set (CI).
 #   usage: cli_llamacpp.sh CUTCHECK CUTCHECK_LLAMACPP SOURCE_DIR [SHARED]
 set -euo pipefail
 cutcheck=$1
@@ -90,6 +91,29 @@ if [ -n "$shared" ] && [ -f "$shared/models/stories260K.bin" ]; then
     "$cutcheck" export-gguf --weights stories --out stories-$dtype.gguf --dtype $dtype >/dev/null
     "$engine" run --model "$PWD/stories-$dtype.gguf" --format gguf --precision $dtype --requests "$PWD/req.json" --out "$PWD/out.json"
     [ "$(tokens out.json)" = "$fixture" ] || fail "stories260K ($dtype) on llama.cpp: $(tokens out.json)"
+  done
+  # Quantized exports (llama-quantize's Q8_0 and Q4_0 recipes): llama.cpp loads them and
+  # generates; from Q8_0 the fixture's 64 tokens. Q4_0 changes the model: its tokens are
+  # compared with the reference's on the import of the same file (the dequantized weights),
+  # and how long they agree is printed (llama.cpp also rounds activations to 8-bit blocks).
+  for kind in q8_0 q4_0; do
+    "$cutcheck" export-gguf --weights stories --out stories-$kind.gguf --dtype $kind >/dev/null
+    "$engine" run --model "$PWD/stories-$kind.gguf" --format gguf --precision f32 --requests "$PWD/req.json" --out "$PWD/out.json"
+    got=$(tokens out.json)
+    [ "$(wc -w <<<"$got")" = 64 ] || fail "stories260K ($kind) on llama.cpp: $got"
+    [ $kind != q8_0 ] || [ "$got" = "$fixture" ] || fail "stories260K (q8_0) on llama.cpp: $got"
+    "$cutcheck" import-gguf stories-$kind.gguf --out stories-$kind >/dev/null
+    reference=$("$cutcheck" generate --weights stories-$kind --prompt 1 --steps 64 | tail -1)
+    python3 - "$kind" "$got" "$reference" "$fixture" <<'PY'
+import sys
+kind, got, reference, fixture = (sys.argv[1],) + tuple(a.split() for a in sys.argv[2:])
+def agree(a, b):
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]: n += 1
+    return n
+print('stories260K %s: llama.cpp agrees with the reference on the import for %d of 64 tokens, with the f32 '
+      'model for %d' % (kind, agree(got, reference), agree(got, fixture)))
+PY
   done
 elif [ -n "${CUTCHECK_REQUIRE_SHARED:-}" ]; then
   fail "CUTCHECK_REQUIRE_SHARED is set, but stories260K.bin is not there"

@@ -2,12 +2,14 @@
 # The package as a team would use it: install the build to a temporary prefix, then build
 # and test examples/downstream against that prefix alone (a copy of the example outside
 # the clone; nothing of the installed package may name the clone or its build folder), the
-# example's CMakeLists.txt being the README's snippet. Also links a campaign through
-# pkg-config alone, runs the installed commands' --version and an export-onnx (the
-# exporter is a program of its own beside cutcheck), and the installed cutcheck-ort and
-# cutcheck-llamacpp: without their node packages they say how to fetch them (the README's
-# command, whose folders are checked); with them (the clone's tools/*/node_modules, where
-# present) a campaign passes through each.
+# example's CMakeLists.txt being the snippet in docs/ci.md. Also links a campaign through
+# pkg-config alone, checks that the installed headers are the public ones (each compiles
+# alone, and each is reached from what the example and that campaign include), runs the
+# installed commands' --version and an export-onnx (the exporter is a program of its own
+# beside cutcheck), and the installed cutcheck-ort and cutcheck-llamacpp: without their node
+# packages they say how to fetch them (the command in docs/ci.md, whose folders are
+# checked); with them (the clone's tools/*/node_modules, where present) a campaign passes
+# through each.
 #   install_downstream.sh BUILD_DIR SOURCE_DIR [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$(cd "$1" && pwd) source=$(cd "$2" && pwd) launcher=${3:-}
@@ -61,20 +63,21 @@ if command -v node >/dev/null 2>&1; then
   grep -qF -- "--prefix $prefix/share/cutcheck/llamacpp" "$tmp/err.txt" ||
     { echo "cutcheck-llamacpp does not say where to fetch its packages: $(cat "$tmp/err.txt")" >&2; exit 1; }
 fi
-# The README's command, with npm standing in: it fetches, with --ignore-scripts, into the
-# folders that hold the installed lock files.
-fetch=$(grep -m1 'npm ci .*--prefix /opt/cutcheck/' "$source/README.md") ||
-  { echo "the README has no npm ci command for the installed prefix" >&2; exit 1; }
+# The install command of docs/ci.md, with npm standing in: it fetches, with
+# --ignore-scripts, into the folders that hold the installed lock files.
+guide=$source/docs/ci.md
+fetch=$(grep -m1 'npm ci .*--prefix /opt/cutcheck/' "$guide") ||
+  { echo "docs/ci.md has no npm ci command for the installed prefix" >&2; exit 1; }
 npm() {
   local dir=""
-  [ "$1" = ci ] && [[ " $* " == *" --ignore-scripts "* ]] || { echo "README: not npm ci --ignore-scripts: npm $*" >&2; exit 1; }
+  [ "$1" = ci ] && [[ " $* " == *" --ignore-scripts "* ]] || { echo "docs/ci.md: not npm ci --ignore-scripts: npm $*" >&2; exit 1; }
   while [ $# -gt 0 ]; do [ "$1" = --prefix ] && dir=$2; shift; done
-  [ -f "$dir/package-lock.json" ] || { echo "README: npm ci --prefix '$dir', which holds no package-lock.json" >&2; exit 1; }
+  [ -f "$dir/package-lock.json" ] || { echo "docs/ci.md: npm ci --prefix '$dir', which holds no package-lock.json" >&2; exit 1; }
   echo "$dir" >> "$tmp/fetched.txt"
 }
 eval "${fetch//\/opt\/cutcheck/$prefix}"
 [ "$(sort "$tmp/fetched.txt")" = "$(printf '%s\n' "$prefix/share/cutcheck/llamacpp" "$prefix/share/cutcheck/ort")" ] ||
-  { echo "the README's command fetched into: $(cat "$tmp/fetched.txt")" >&2; exit 1; }
+  { echo "the command in docs/ci.md fetched into: $(cat "$tmp/fetched.txt")" >&2; exit 1; }
 unset -f npm
 # With their packages (the clone's, where fetched there), each passes a campaign as installed.
 if command -v node >/dev/null 2>&1 && [ -d "$source/tools/ort/node_modules/onnxruntime-node" ]; then
@@ -94,16 +97,16 @@ elif [ -n "${CUTCHECK_REQUIRE_LLAMACPP:-}" ]; then
   echo "CUTCHECK_REQUIRE_LLAMACPP is set, but node or tools/llamacpp/node_modules is missing" >&2; exit 1
 fi
 
-# The README's CMake snippet is the example's CMakeLists.txt, less its opening comments.
-python3 - "$source/README.md" "$source/examples/downstream/CMakeLists.txt" <<'EOF' ||
+# The CMake snippet of docs/ci.md is the example's CMakeLists.txt, less its opening comments.
+python3 - "$guide" "$source/examples/downstream/CMakeLists.txt" <<'EOF' ||
 import re, sys
-readme, example = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-snippets = re.findall(r"```cmake\n(.*?)```", readme, re.S)
-assert len(snippets) == 1, f"the README has {len(snippets)} CMake snippets"
+guide, example = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+snippets = re.findall(r"```cmake\n(.*?)```", guide, re.S)
+assert len(snippets) == 1, f"docs/ci.md has {len(snippets)} CMake snippets"
 body = re.sub(r"\A(#.*\n)+", "", example)
-assert snippets[0] == body, "the README's snippet and examples/downstream/CMakeLists.txt differ"
+assert snippets[0] == body, "the snippet of docs/ci.md and examples/downstream/CMakeLists.txt differ"
 EOF
-  { echo "the README's CMake snippet is not examples/downstream/CMakeLists.txt" >&2; exit 1; }
+  { echo "the CMake snippet of docs/ci.md is not examples/downstream/CMakeLists.txt" >&2; exit 1; }
 
 # The example, copied out of the clone, configured with the prefix as the only way to cutcheck.
 cp -r "$source/examples/downstream" "$tmp/src"
@@ -142,3 +145,25 @@ export PKG_CONFIG_PATH=$(echo "$prefix"/lib*/pkgconfig)
 # shellcheck disable=SC2046  # pkg-config's words are meant to split
 ${launcher} c++ -O1 "$tmp/campaign.cpp" -o "$tmp/campaign" $(pkg-config --cflags --libs cutcheck)
 "$tmp/campaign" "$tmp/keep-pkg-config"
+
+# The installed headers are the public ones: each compiles alone (none needs a header left
+# out), and each is reached, as the compiler follows includes, from the headers the example
+# and the campaign above include (no header is installed that a downstream backend does not
+# need, such as the kernels' SIMD internals).
+find "$prefix/include/cutcheck" -name '*.h' -printf '%P\n' | sort >"$tmp/installed.txt"
+mkdir "$tmp/alone"
+while read -r header; do echo "#include <$header>" >"$tmp/alone/${header//\//.}.cpp"; done <"$tmp/installed.txt"
+# shellcheck disable=SC2046
+c++ -std=c++20 -fsyntax-only "$tmp"/alone/*.cpp $(pkg-config --cflags cutcheck) ||
+  { echo "an installed header does not compile alone from the prefix" >&2; exit 1; }
+grep -h '^#include <[a-z_]*/[a-z_0-9]*\.h>' "$source"/examples/downstream/*.cpp "$source"/examples/downstream/*.h \
+  "$tmp/campaign.cpp" | sort -u >"$tmp/public.cpp"
+# shellcheck disable=SC2046
+c++ -std=c++20 -MM -x c++ "$tmp/public.cpp" $(pkg-config --cflags cutcheck) | tr ' \\' '\n\n' | grep '\.h$' |
+  xargs realpath -m | sed -n "s|^$prefix/include/cutcheck/||p" | sort -u >"$tmp/reached.txt"
+if unreached=$(comm -23 "$tmp/installed.txt" "$tmp/reached.txt") && [ -n "$unreached" ]; then
+  echo "installed headers that no public header includes:" >&2
+  echo "$unreached" >&2
+  exit 1
+fi
+echo "$(wc -l <"$tmp/installed.txt") public headers installed"

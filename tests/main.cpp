@@ -2,7 +2,7 @@
 // run as one test of a ctest suite. gtest_discover_tests makes every test a ctest test of
 // its own (--gtest_filter=Suite.Name); GTEST_TOTAL_SHARDS then shards that one-test run,
 // so one shard runs it and every other shard runs nothing and passes: a false green.
-// Shard the suite with `ctest -I START,,STRIDE` instead (README, "Use it in your CI").
+// Shard the suite with `ctest -I START,,STRIDE` instead (docs/development.md, "Sharding the test suite").
 // When every test passed, the folders the tests made (test::temp_dir) are removed.
 #include <gtest/gtest.h>
 

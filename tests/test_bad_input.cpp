@@ -37,6 +37,7 @@
 #include "properties/catalog.h"
 #include "properties/check.h"
 #include "properties/subject.h"
+#include "quant/quantize.h"
 #include <rapidcheck.h>
 #include <rapidcheck/detail/Configuration.h>
 #include "tests/checkpoint_writers.h"
@@ -115,6 +116,28 @@ void llama2c_header(std::vector<int32_t> header) {
 void gguf(const std::function<void(test::GgufWriter&)>& patch) {
   const ModelSpec spec = builtin_spec("tiny");
   test::GgufWriter g = test::GgufWriter::of(spec, synthetic_weights(spec, 1), test::Stored::f16);
+  patch(g);
+  const std::string bytes = g.bytes();
+  read_gguf(std::as_bytes(std::span(bytes.data(), bytes.size())), "m.gguf", nullptr);
+}
+
+// A GGUF file of a model whose rows are one 32-value block, every matrix in Q8_0 (the test
+// suite's writer's F32 values quantized by quant/), patched, read from memory as "m.gguf".
+void gguf_q8_0(const std::function<void(test::GgufWriter&)>& patch) {
+  ModelSpec spec = builtin_spec("tiny");
+  spec.dim = spec.ffn = 32, spec.heads = 2, spec.kv_heads = 1, spec.head_dim = 16;
+  test::GgufWriter g = test::GgufWriter::of(spec, synthetic_weights(spec, 1), test::Stored::f32);
+  for (auto& t : g.tensors) {
+    if (t.shape.size() != 2) continue;
+    const int64_t rows = t.shape[0];
+    std::vector<float> values(size_t(rows * 32));
+    std::memcpy(values.data(), t.data.data(), values.size() * 4);
+    std::string blocks(size_t(rows * 34), '\0');
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row_reference(QuantFormat::q8_0, values.data() + r * 32, 32,
+                             reinterpret_cast<std::byte*>(blocks.data()) + r * 34);
+    t.type = 8, t.data = blocks;
+  }
   patch(g);
   const std::string bytes = g.bytes();
   read_gguf(std::as_bytes(std::span(bytes.data(), bytes.size())), "m.gguf", nullptr);
@@ -349,8 +372,51 @@ std::vector<Bad> catalog() {
                  gguf([](auto& g) { g.tensor("blk.0.attn_q.weight").shape = {int64_t(1) << 32, int64_t(1) << 32}; });
                },
                is<FormatError>(), "m.gguf: tensor 'blk.0.attn_q.weight' has shape [4294967296,4294967296], too large"});
-  c.push_back({"gguf quantized Q8_0", [] { gguf([](auto& g) { g.tensor("token_embd.weight").type = 8; }); },
-               is<FormatError>(), "m.gguf: tensor 'token_embd.weight' is Q8_0"});
+  c.push_back({"gguf quantized type not read", [] { gguf([](auto& g) { g.tensor("token_embd.weight").type = 9; }); },
+               is<FormatError>(),
+               "m.gguf: tensor 'token_embd.weight' is Q8_1; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K"});
+  // Quantized tensors: rows of whole blocks, sizes that fit, and data where the type puts it.
+  c.push_back({"gguf Q4_K rows not whole super-blocks", [] { gguf([](auto& g) { g.tensor("blk.0.attn_q.weight").type = 12; }); },
+               is<FormatError>(),
+               "m.gguf: tensor 'blk.0.attn_q.weight' is Q4_K of shape [16,16] (rows of 16 values): q4_K: a row of 16 "
+               "values is not a whole number of 256-value blocks"});
+  c.push_back({"gguf Q8_0 rows not whole blocks", [] { gguf([](auto& g) { g.tensor("blk.1.ffn_down.weight").type = 8; }); },
+               is<FormatError>(),
+               "m.gguf: tensor 'blk.1.ffn_down.weight' is Q8_0 of shape [16,24] (rows of 24 values): q8_0: a row of 24 "
+               "values is not a whole number of 32-value blocks"});
+  c.push_back({"gguf quantized block count that overflows", [] {
+                 gguf([](auto& g) {
+                   auto& t = g.tensor("blk.0.attn_q.weight");
+                   t.type = 8;
+                   t.shape = {int64_t(1) << 58, 32};
+                 });
+               },
+               is<FormatError>(),
+               "m.gguf: tensor 'blk.0.attn_q.weight' is Q8_0 of shape [288230376151711744,32] (rows of 32 values): q8_0: "
+               "the bytes of 288230376151711744 rows of 32 values: 288230376151711744 x 34 overflows"});
+  c.push_back({"gguf truncated super-block", [] {
+                 gguf([](auto& g) { g.tensors.push_back({"blk.0.extra.weight", {1, 256}, 14, std::string(100, '\0')}); });
+               },
+               is<FormatError>(), "m.gguf: tensor 'blk.0.extra.weight' (Q6_K of shape [1,256]: 210 bytes at offset 8864) "
+               "runs past the 8992 data bytes"});
+  c.push_back({"gguf quantized size that does not match the type", [] {
+                 gguf([](auto& g) {
+                   auto& t = g.tensor("blk.0.attn_q.weight");
+                   t.shape = {8, 32};
+                   t.data = std::string(8 * 18, '\0');  // Q4_0's bytes: 8 rows of one 18-byte block
+                   t.type = 8;                           // but Q8_0's blocks are 34 bytes
+                 });
+               },
+               is<FormatError>(), "m.gguf: tensor 'blk.0.attn_q.weight' (Q8_0 of shape [8,32]: 272 bytes at offset 1056) "
+               "runs into tensor 'blk.0.attn_k.weight' at offset 1216"});
+  c.push_back({"gguf quantized block with an infinite scale", [] {
+                 gguf_q8_0([](auto& g) {
+                   std::string& data = g.tensor("blk.0.attn_v.weight").data;
+                   data[34 * 3] = '\0', data[34 * 3 + 1] = '\x7c';  // row 3's scale: f16 infinity
+                 });
+               },
+               is<FormatError>(), "m.gguf: tensor 'blk.0.attn_v.weight': row 3: q8_0 block 0: the scale d is inf (f16 bits "
+               "0x7c00), not a finite number"});
   c.push_back({"gguf metadata of the wrong type", [] { gguf([](auto& g) { g.set_f32("llama.attention.head_count", 4); }); },
                is<FormatError>(), "m.gguf: key 'llama.attention.head_count' has type float32, but it must be an integer"});
   c.push_back({"gguf array longer than the file", [] { gguf_raw(0, 1, le(1, 8) + "k" + le(9, 4) + le(10, 4) + le(uint64_t(1) << 62, 8)); },

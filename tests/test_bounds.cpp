@@ -235,6 +235,24 @@ TEST(Tolerance, LegitimateVariantsPassTheirPrecisionsBound) {
   }
 }
 
+// A backend that computes its tables more exactly (rotary frequencies in double, rounded
+// once) never fails, under the llama3 scaling whose blend of frequencies is where the
+// reference's f32 table arithmetic strays furthest from the exact value.
+TEST(Tolerance, ExactTablesPassUnderLlama3Scaling) {
+  ModelSpec spec = builtin_spec("tiny");
+  spec.rope_scaling.type = RopeScalingType::llama3;
+  spec.rope_scaling.factor = 2;
+  spec.rope_scaling.low_freq_factor = 2;
+  spec.rope_scaling.high_freq_factor = 32;
+  spec.rope_scaling.original_max_position_embeddings = 16;
+  spec.rope_theta = 500000;
+  ConformOptions o = campaign(150, Tolerance::bound(Precision::f32));
+  o.spec = spec;
+  VariantBackend backend("f32-exact-tables");
+  const ConformReport r = conform(backend, o);
+  EXPECT_TRUE(r.passed()) << summary_table(r);
+}
+
 // The test above can fail: bounds twenty times too tight fail a correct backend.
 TEST(Tolerance, ABoundTooTightFailsACorrectBackend) {
   const Tolerance t = Tolerance::bound(Precision::f32);

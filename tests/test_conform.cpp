@@ -162,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalog, ::testing::ValuesIn(test::fault_n
 
 // A misbehaving backend: every case fails with `why`, and the run finishes. A process that
 // fails the same way each time (a crash, a hang) stops the campaign after 3 cases.
-ConformReport expect_reported(const std::string& script, const std::string& why, bool same_fault,
+ConformReport expect_reported(const std::string& script, const std::string& why, bool same_process_failure,
                               double timeout = test::generous_seconds) {
   setenv("CUTCHECK", cutcheck_binary.c_str(), 1);
   CommandBackend backend(backends + "/" + script, timeout);
@@ -170,11 +170,11 @@ ConformReport expect_reported(const std::string& script, const std::string& why,
   o.kinds = {CutKind::decode, CutKind::decode_layer};
   o.shrink = false;  // shrinking a backend that hangs waits out the timeout at every step
   ConformReport r = conform(backend, o);
-  const int expected = same_fault ? 3 : 4;
+  const int expected = same_process_failure ? 3 : 4;
   EXPECT_EQ(r.results.size(), size_t(expected));
   EXPECT_EQ(r.count(Verdict::failed), expected);
   for (const CaseResult& c : r.results) EXPECT_THAT(c.failure, HasSubstr(why)) << script;
-  if (same_fault) EXPECT_THAT(r.stopped, HasSubstr(script)) << "the message names the command";
+  if (same_process_failure) EXPECT_THAT(r.stopped, HasSubstr(script)) << "the message names the command";
   else EXPECT_EQ(r.stopped, "");
   return r;
 }

@@ -110,20 +110,31 @@ TEST(LogSoftmaxBound, UnboundedWhereARunIsOrTheProbabilityIsSubnormal) {
 // An expectation whose log-probabilities have the given bounds (the judge's tests).
 PositionExpectation expectation(const std::vector<float>& logits, const std::vector<float>& bounds, int32_t next) {
   const std::vector<double> z(logits.begin(), logits.end());
-  LogProbabilities lp{exact_log_softmax(z), std::vector<double>(bounds.begin(), bounds.end())};
+  // The normalisation is not what these tests judge: its allowance is infinite here.
+  LogProbabilities lp{exact_log_softmax(z), std::vector<double>(bounds.begin(), bounds.end()), INFINITY};
   return {logits, bounds, lp, next};
+}
+
+// One request reporting position 2 of a random 16-token row, and what the reference expects there.
+struct OnePosition {
+  PositionExpectation x;
+  std::vector<EngineRequest> requests{{{1, 2, 3}, 0, {2}}};
+  RequestExpectation want;
+};
+
+OnePosition one_position(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const Row row = random_row(rng, 16, 1.5, 1e-6);
+  OnePosition o{expectation(row.logits, row.bounds, 0)};
+  o.x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
+  o.want.at.emplace(2, o.x);
+  return o;
 }
 
 // A planted error just past the bound fails, one just inside passes, and the failure
 // names the request, position and token.
 TEST(EngineJudge, CatchesAPlantedLogProbabilityErrorJustPastItsBound) {
-  std::mt19937_64 rng(3);
-  const Row row = random_row(rng, 16, 1.5, 1e-6);
-  PositionExpectation x = expectation(row.logits, row.bounds, 0);
-  x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
-  const std::vector<EngineRequest> requests{{{1, 2, 3}, 0, {2}}};
-  RequestExpectation want;
-  want.at.emplace(2, x);
+  const auto [x, requests, want] = one_position(3);
   for (double factor : {0.9, 1.1}) {
     EngineResult got;
     got.logprobs.push_back({x.lp.value, {}});
@@ -134,6 +145,67 @@ TEST(EngineJudge, CatchesAPlantedLogProbabilityErrorJustPastItsBound) {
       EXPECT_THAT(v.failure, HasSubstr("request 0, position 2, token 5"));
     }
   }
+}
+
+// Log-probabilities shifted together by 1e-3 (a wrong normaliser) fail, though the
+// logits' own errors (1e-2, an f16 engine's) hide the shift from every token's bound; a
+// correct engine erring as much, its log-softmax computed and reported in f32, passes.
+TEST(EngineJudge, LogProbabilitiesThatDoNotNormaliseFail) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> unit(0, 1);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Row row = random_row(rng, 64, 3.0, 1e-2);
+    PositionExpectation x = expectation(row.logits, row.bounds, 0);
+    x.lp = bounded(row.logits, [&](size_t j) { return row.bounds[j] * unit(rng); });
+    x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
+    EXPECT_LT(x.lp.total_bound, 1e-4);  // the normaliser's f32 rounding, at the runs' amplification
+    const std::vector<EngineRequest> requests{{{1, 2, 3}, 0, {2}}};
+    RequestExpectation want;
+    want.at.emplace(2, x);
+    std::vector<double> moved(row.logits.begin(), row.logits.end());
+    for (size_t j = 0; j < moved.size(); ++j) moved[j] += row.bounds[j] * unit(rng);
+    EngineResult got;
+    got.logprobs.push_back({exact_log_softmax(moved), {}});
+    for (double& lp : got.logprobs[0].full) lp = double(float(lp));  // reported in f32
+    EXPECT_TRUE(judge_engine(requests, {want}, {got}, 0).passed) << trial;
+    for (double& lp : got.logprobs[0].full) lp += 1e-3;
+    const EngineVerdict v = judge_engine(requests, {want}, {got}, 0);
+    EXPECT_FALSE(v.passed) << trial;
+    EXPECT_THAT(v.failure, HasSubstr("do not normalise"));
+  }
+}
+
+// The engine's log-probabilities are held by the element rule of every judge
+// (harness/tolerance.h): the tolerance's floor widens what passes, and the figures are the
+// ones compare() gives for the same values as an output.
+TEST(EngineJudge, AppliesTheToleranceAsCompareDoes) {
+  const auto [x, requests, want] = one_position(5);
+  EngineResult got;
+  got.logprobs.push_back({x.lp.value, {}});
+  got.logprobs[0].full[5] += 1.5 * x.lp.bound[5];
+  Tolerance floored = Tolerance::bound(Precision::f32);
+  EXPECT_FALSE(judge_engine(requests, {want}, {got}, 0, floored).passed);
+  floored.floor = x.lp.bound[5];  // allowed: twice the bound
+  const EngineVerdict v = judge_engine(requests, {want}, {got}, 0, floored);
+  EXPECT_TRUE(v.passed) << v.failure;
+  // The same values as an f32 output: compare() reports the same figures.
+  std::vector<float> w(x.lp.value.begin(), x.lp.value.end()), g(got.logprobs[0].full.begin(), got.logprobs[0].full.end()),
+      b(x.lp.bound.begin(), x.lp.bound.end());
+  const Shape shape{int64_t(w.size())};
+  const Expected as_output{{{"logprobs", Tensor::of_f32(shape, w)}}, {{"logprobs", Tensor::of_f32(shape, b)}}};
+  const Comparison c = compare(as_output, {{"logprobs", Tensor::of_f32(shape, g)}}, floored);
+  ASSERT_TRUE(c.ok);
+  // The engine's values rounded to f32 first, as the output's are.
+  EngineResult got32;
+  got32.logprobs.push_back({std::vector<double>(g.begin(), g.end()), {}});
+  RequestExpectation want32 = want;
+  want32.at.at(2).lp.value.assign(w.begin(), w.end());
+  want32.at.at(2).lp.bound.assign(b.begin(), b.end());
+  const EngineVerdict v32 = judge_engine(requests, {want32}, {got32}, 0, floored);
+  EXPECT_EQ(v32.logprobs.max_abs, c.outputs[0].max_abs);
+  EXPECT_EQ(v32.logprobs.headroom, c.outputs[0].headroom);
+  EXPECT_EQ(v32.logprobs.nmse, c.outputs[0].nmse);
+  EXPECT_EQ(v32.logprobs.mismatches, c.outputs[0].mismatches);
 }
 
 TEST(EngineJudge, ANearTieIsReportedAndAClearWrongTokenFails) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite on a loaded machine, as CI runners often are: busy loops (`yes`, two by
-# default) keep the cores busy while the suite runs three times in a row, as the README
-# runs it (ctest -j2); exits 1 if any run failed. No test's verdict may depend on how fast
+# default) keep the cores busy while the suite runs three times in a row, as
+# docs/development.md runs it (ctest -j2); exits 1 if any run failed. No test's verdict may depend on how fast
 # the machine is: this is how to see that it does not.
 #   tests/under_load.sh [BUILD_DIR]    (default build/release, from the clone's root)
 # UNDER_LOAD_RUNS and UNDER_LOAD_LOOPS change the number of runs and of busy loops. Each

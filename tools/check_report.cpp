@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "conform/report.h"
+#include "core/text.h"
 #include "core/version.h"
 
 namespace cutcheck::cli {

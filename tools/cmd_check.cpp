@@ -1,22 +1,19 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <map>
 #include <thread>
 
 #include "conform/backend_subject.h"
-#include "conform/fault_stop.h"
-#include "conform/report.h"
+#include "conform/process_failure_stop.h"
 #include "conform/serve_backend.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json.h"
+#include "core/provenance.h"
 #include "core/temp_folder.h"
 #include "core/version.h"
+#include "core/worker_processes.h"
 #include "properties/check.h"
 #include "tools/check_report.h"
 #include "tools/commands.h"
@@ -52,113 +49,18 @@ struct Args {
 using Checker = std::function<CheckResult(const Property&)>;
 
 // Runs `chosen`, calling `done` with each result in the catalog's order. With jobs > 1
-// the properties run in that many forked processes (RapidCheck keeps its state in
-// statics: one process checks one property at a time), each building its own subject
-// (and backend servers) with `make` and sending its results back as JSON lines.
+// the properties run in that many worker processes (core/worker_processes.h: RapidCheck
+// keeps its state in statics), each building its own subject (and backend servers) with
+// `make`.
 void check_all(const std::vector<const Property*>& chosen, const std::function<Checker()>& make, int jobs,
                const std::function<void(CheckResult)>& done) {
-  jobs = std::min<int>(jobs, int(chosen.size()));
-  if (jobs <= 1) {
-    const Checker check_one = make();
-    for (const Property* p : chosen) done(check_one(*p));
-    return;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  struct Child {
-    pid_t pid;
-    int fd;
-    std::string buffer;
-  };
-  std::vector<Child> children;
-  for (int k = 0; k < jobs; ++k) {
-    int fds[2];
-    if (pipe(fds) != 0) throw IoError("check --jobs: cannot make a pipe");
-    const pid_t pid = fork();
-    if (pid < 0) throw IoError("check --jobs: cannot fork");
-    if (pid == 0) {
-      close(fds[0]);
-      for (const Child& c : children) close(c.fd);
-      int status = 0;
-      try {
+  run_in_worker_processes(
+      chosen.size(), jobs,
+      [&]() -> std::function<Json(size_t)> {
         const Checker check_one = make();
-        for (size_t i = size_t(k); i < chosen.size(); i += size_t(jobs)) {
-          const std::string line =
-              check_result_json(check_one(*chosen[i])).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-          for (size_t at = 0; at < line.size();) {
-            const ssize_t n = ::write(fds[1], line.data() + at, line.size() - at);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw IoError("check --jobs: cannot write to the parent");
-            at += size_t(n);
-          }
-        }
-      } catch (const Interrupted& e) {
-        status = 128 + e.signal;
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "cutcheck check worker: {}\n", e.what());
-        status = 2;
-      }
-      close(fds[1]);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(status);
-    }
-    close(fds[1]);
-    children.push_back({pid, fds[0], ""});
-  }
-  // Results arrive in any order; they are passed on in the catalog's.
-  std::map<size_t, CheckResult> arrived;
-  std::vector<size_t> next_of;  // the index of each worker's next result
-  for (int k = 0; k < jobs; ++k) next_of.push_back(size_t(k));
-  size_t next_done = 0;
-  size_t open = children.size();
-  bool forwarded = false;
-  while (open > 0) {
-    std::vector<pollfd> fds;
-    for (const Child& c : children)
-      if (c.fd >= 0) fds.push_back({c.fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) throw IoError("check --jobs: poll failed");
-    if (const int signal = interrupt_signal(); signal && !forwarded) {  // the workers stop as well, and report
-      for (const Child& c : children) kill(c.pid, signal);
-      forwarded = true;
-    }
-    for (size_t k = 0; k < children.size(); ++k) {
-      Child& c = children[k];
-      if (c.fd < 0) continue;
-      auto it = std::find_if(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == c.fd; });
-      if (it == fds.end() || !(it->revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char chunk[65536];
-      const ssize_t n = read(c.fd, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        close(c.fd);
-        c.fd = -1;
-        --open;
-        continue;
-      }
-      c.buffer.append(chunk, size_t(n));
-      for (size_t at; (at = c.buffer.find('\n')) != std::string::npos;) {
-        arrived.emplace(next_of[k], check_result_from_json(parse_json(c.buffer.substr(0, at), "a check worker")));
-        next_of[k] += size_t(jobs);
-        c.buffer.erase(0, at + 1);
-      }
-    }
-    for (auto it = arrived.find(next_done); it != arrived.end(); it = arrived.find(++next_done)) {
-      done(std::move(it->second));
-      arrived.erase(it);
-    }
-  }
-  bool failed = false;
-  for (const Child& c : children) {
-    int status = 0;
-    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-  }
-  throw_if_interrupted();
-  if (failed || next_done != chosen.size())
-    throw Error(fmt::format("check --jobs: a worker stopped after {} of {} properties (its error is above)", next_done,
-                            chosen.size()));
+        return [&chosen, check_one](size_t i) { return check_result_json(check_one(*chosen[i])); };
+      },
+      [&](size_t, const Json& result) { done(check_result_from_json(result)); }, {"check --jobs", "check", "properties"});
 }
 
 std::string figure(const CheckResult& r) {
@@ -282,10 +184,10 @@ void run_checks(const Args& a) {
   std::vector<const CheckResult*> failures;
   for (const CheckResult& r : run.results)
     if (!r.passed) failures.push_back(&r);
-  // Failures the fault gate cut short get no reproducer: replaying would only repeat the fault.
+  // Failures the process-failure gate cut short get no reproducer: replaying would only repeat the failure.
   std::vector<const CheckResult*> skipped;
   std::erase_if(failures, [&](const CheckResult* r) {
-    if (!skipped_by_fault_gate(r->failure)) return false;
+    if (!skipped_by_failure_gate(r->failure)) return false;
     skipped.push_back(r);
     return true;
   });
@@ -310,11 +212,11 @@ void run_checks(const Args& a) {
     if (on_backend) fmt::print("  reproducer: {}\n", (fs::path(run.reproducers) / r->property).string());
   }
   if (!skipped.empty())
-    fmt::print("\nSTOPPED: {} ({} {} not checked)\n", fault_stop_reason(skipped.front()->failure), skipped.size(),
+    fmt::print("\nSTOPPED: {} ({} {} not checked)\n", failure_stop_reason(skipped.front()->failure), skipped.size(),
                skipped.size() == 1 ? "property" : "properties");
   if (!failures.empty() || !skipped.empty())
     throw CheckFailed(fmt::format("{} of {} properties failed{}", failures.size() + skipped.size(), chosen.size(),
-                                  skipped.empty() ? "" : fmt::format(", {} of them skipped by the fault stop", skipped.size())));
+                                  skipped.empty() ? "" : fmt::format(", {} of them skipped by the process-failure stop", skipped.size())));
   if (on_backend && std::none_of(run.results.begin(), run.results.end(),
                                  [](const CheckResult& r) { return r.verdict() != "unsupported"; }))
     throw CheckFailed("the backend refused every property's cuts: nothing was checked");

@@ -111,7 +111,7 @@ void add_conform_engine(CLI::App& app) {
     try {
       d = engine.describe();
     } catch (const BackendFailed& e) {
-      fmt::print(stderr, "{}{}{}\n", e.what(), e.fault.empty() ? "" : ": the engine " + e.fault,
+      fmt::print(stderr, "{}{}{}\n", e.what(), e.process_failure.empty() ? "" : ": the engine " + e.process_failure,
                  e.stderr_tail.empty() ? "" : "\nengine stderr (tail):\n" + e.stderr_tail);
       throw CheckFailed("the engine did not describe itself");
     }
@@ -136,8 +136,11 @@ void add_conform_engine(CLI::App& app) {
     if (a->shrink_time) o.shrink_seconds = *a->shrink_time;
     o.keep = a->keep;
     o.replay_prefix = fmt::format("cutcheck conform-engine --engine {} --timeout {}", shell_quote(a->engine), a->timeout);
-    o.on_case = [](int done, int planned, const EngineCaseResult& r) {
-      fmt::print(stderr, "\r{}/{} cases{}", done, planned, r.verdict == Verdict::failed ? " (a failure)" : "");
+    o.on_case = [](const EngineReport& so_far) {
+      const int done = int(so_far.results.size()), planned = so_far.options.cases;
+      const auto failed = std::count_if(so_far.results.begin(), so_far.results.end(),
+                                        [](const EngineCaseResult& r) { return r.verdict == Verdict::failed; });
+      fmt::print(stderr, "\r{}/{} cases{}", done, planned, failed ? fmt::format(" ({} failed)", failed) : "");
       if (done == planned) fmt::print(stderr, "\n");
     };
     fmt::print(stderr, "engine: {} ({} model, {}{})\n", d.name, model_format_name(o.run.format),

@@ -40,8 +40,10 @@ void add_imports(CLI::App& app) {
              "the llama2.c .bin checkpoint", import_llama2c_any);
   add_import(app, "import-hf", "import a Hugging Face Llama or Mistral folder as spec.json and model.safetensors",
              "the folder with config.json and model.safetensors (or model.safetensors.index.json)", import_hf);
-  add_import(app, "import-gguf", "import a GGUF file (llama architecture, F32/F16/BF16) as spec.json and "
-             "model.safetensors", "the .gguf file", import_gguf);
+  add_import(app, "import-gguf",
+             "import a GGUF file (llama architecture; F32/F16/BF16, and Q8_0/Q4_0/Q4_K/Q6_K dequantized to f32) as "
+             "spec.json and model.safetensors",
+             "the .gguf file", import_gguf);
 }
 
 }  // namespace cutcheck::cli

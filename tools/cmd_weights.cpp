@@ -11,7 +11,7 @@ namespace cutcheck::cli {
 
 void add_weights(CLI::App& app) {
   struct Args {
-    std::string spec, dir;
+    std::string spec, dir, dtype;
     uint64_t seed = 0;
     std::vector<int64_t> tp;
     Destinations destinations;
@@ -24,11 +24,22 @@ void add_weights(CLI::App& app) {
                          Destinations::Kind::folder)
       ->required();
   add_number(cmd, "--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)", tp_widths);
+  cmd->add_option("--dtype", args->dtype,
+                   "q8_0, q4_0, q4_K or q6_K: f32 weights whose matrices are quantized by ggml's reference quantizer "
+                   "and dequantized again (default: the spec's dtype, unquantized)");
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
+    std::optional<QuantFormat> through;
+    if (!args->dtype.empty()) {
+      QuantFormat format;
+      if (!parse_quant_format(args->dtype, format) || !ggml_type(format))
+        throw Error(fmt::format("--dtype '{}': choose q8_0, q4_0, q4_K or q6_K", args->dtype));
+      through = format;
+      spec.dtype = DType::f32;
+    }
     for (int64_t tp : args->tp)  // refused before any file is written
       if (auto why = widths_unsplittable(spec, tp)) throw Error(fmt::format("--tp {}: {}", tp, *why));
-    write_synthetic_weights(args->dir, spec, args->seed);  // streamed: no tensor whole in memory
+    write_synthetic_weights(args->dir, spec, args->seed, through);  // streamed: no tensor whole in memory
     write_file_atomic(fs::path(args->dir) / "spec.json", spec.to_json().dump(2) + "\n");
     if (!args->tp.empty()) {
       const TensorMap weights = read_weights(args->dir, spec);  // mapped, not copied

@@ -1,4 +1,4 @@
-#include "conform/fault_stop.h"
+#include "conform/process_failure_stop.h"
 
 #include <fmt/format.h>
 
@@ -13,15 +13,17 @@ constexpr const char* skipped_runs = "every later run is skipped";
 
 }  // namespace
 
-std::string same_fault(const std::vector<RunFault>& first, int limit, const std::string& backend,
-                       const std::string& unit, const std::string& consequence) {
+std::string backend_named(const std::string& command) { return fmt::format("the backend '{}'", command); }
+
+std::string same_process_failure(const std::vector<RunFailure>& first, int limit, const std::string& who,
+                                 const std::string& unit, const std::string& consequence) {
   if (limit < 1 || first.size() != size_t(limit)) return "";
-  for (const RunFault& r : first)
-    if (r.fault.empty() || r.fault != first.front().fault) return "";
-  const RunFault& r = first.front();
-  std::string why = fmt::format("the backend '{}' {} on each of the first {} {}; {}", backend, r.fault, limit, unit,
+  for (const RunFailure& r : first)
+    if (r.process_failure.empty() || r.process_failure != first.front().process_failure) return "";
+  const RunFailure& r = first.front();
+  std::string why = fmt::format("{} {} on each of the first {} {}; {}", who, r.process_failure, limit, unit,
                                 consequence);
-  if (r.fault == "exited with 127") why += " (127: the shell did not find the command?)";
+  if (r.process_failure == "exited with 127") why += " (127: the shell did not find the command?)";
   std::string tail = r.stderr_tail;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
   if (size_t at = tail.rfind('\n'); at != std::string::npos) tail = tail.substr(at + 1);
@@ -29,7 +31,7 @@ std::string same_fault(const std::vector<RunFault>& first, int limit, const std:
   return why;
 }
 
-TensorMap FaultGate::run(const std::function<TensorMap()>& backend_run) {
+TensorMap ProcessFailureGate::run(const std::function<TensorMap()>& backend_run) {
   {
     std::lock_guard lock(mutex_);
     if (!stopped_.empty()) throw BackendFailed(stopped_, "");
@@ -39,7 +41,7 @@ TensorMap FaultGate::run(const std::function<TensorMap()>& backend_run) {
     record({});
     return out;
   } catch (const BackendFailed& e) {
-    record({e.fault, e.stderr_tail});
+    record({e.process_failure, e.stderr_tail});
     throw;
   } catch (const NotYet&) {  // a refusal: the backend runs
     record({});
@@ -47,22 +49,22 @@ TensorMap FaultGate::run(const std::function<TensorMap()>& backend_run) {
   }
 }
 
-void FaultGate::record(RunFault f) {
+void ProcessFailureGate::record(RunFailure f) {
   std::lock_guard lock(mutex_);
   if (judged_) return;
-  if (f.fault.empty()) {
+  if (f.process_failure.empty()) {
     judged_ = true;
     return;
   }
   first_.push_back(std::move(f));
   if (first_.size() < size_t(limit_)) return;
   judged_ = true;
-  stopped_ = same_fault(first_, limit_, backend_, "runs", skipped_runs);
+  stopped_ = same_process_failure(first_, limit_, backend_named(backend_), "runs", skipped_runs);
 }
 
-bool skipped_by_fault_gate(const std::string& failure) { return failure.find(skipped_runs) != std::string::npos; }
+bool skipped_by_failure_gate(const std::string& failure) { return failure.find(skipped_runs) != std::string::npos; }
 
-std::string fault_stop_reason(const std::string& failure) {
+std::string failure_stop_reason(const std::string& failure) {
   const size_t at = failure.find("the backend '");
   return at == std::string::npos ? failure : failure.substr(at);
 }
