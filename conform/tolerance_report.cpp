@@ -236,6 +236,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
   const rc::Gen<Case> gen = gen_conform_case(o);
   int layer_cases = 0;
   for (int i = 0; i < o.cases; ++i) {
+    if (!o.shard.takes(i)) continue;
     const Case c = gen(rc::Random(mix64(o.seed, uint64_t(i))), 100).value();
     const fs::path work = temp.path() / "case";
     fs::remove_all(work);
@@ -362,7 +363,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
       p.logit_thresholds.push_back(logit_threshold(want, p.tolerance));
       if (measure_layer) p.layer_thresholds.push_back(layer_threshold(c, weights, in, want, p.tolerance));
     }
-    report.cases = i + 1;
+    ++report.cases;
     if (options.progress) options.progress(i + 1, o.cases);
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

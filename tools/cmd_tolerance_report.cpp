@@ -10,7 +10,7 @@ namespace cutcheck::cli {
 
 void add_tolerance_report(CLI::App& app) {
   struct Args {
-    std::string spec = "random", weights, json;
+    std::string spec = "random", weights, json, shard = "1/1";
     std::vector<std::string> precisions{"f32", "bf16", "f16"};
     std::vector<int64_t> tp{1, 2, 4};
     int cases = 200, layer_cases = 40, fault_cases = 1 << 30;
@@ -33,11 +33,16 @@ void add_tolerance_report(CLI::App& app) {
       ->capture_default_str();
   add_number(cmd, "--fault-cases", a->fault_cases, "run the fault catalog on the first N cases only (default: all)",
              {0, 1 << 30});
+  cmd->add_option("--shard", a->shard,
+                  "I/N: judge only the cases whose index is I-1 modulo N (cases are numbered from 0, so "
+                  "--shard 1682/5000 judges case 1681 alone); shards of one seed cover its cases once")
+      ->capture_default_str();
   a->destinations.add(cmd, "--json", a->json, "write the figures as JSON here", Destinations::Kind::file);
   cmd->callback([a] {
     ToleranceReportOptions o;
     o.campaign.cases = a->cases;
     o.campaign.seed = a->seed;
+    o.campaign.shard = Shard::parse(a->shard);
     o.campaign.tp = a->tp;
     if (a->spec != "random") o.campaign.spec = load_spec(a->spec);
     if (!a->weights.empty() && !o.campaign.spec) throw Error("--weights needs --spec");
