@@ -47,8 +47,9 @@ class Allowance {
 class ErrorBounds {
  public:
   // `value` gives every value of `program` as one run of the reference computed it.
-  // Throws NotYet for programs with collectives: bound the unsplit program instead (a
-  // split is one more summation order of the same sums).
+  // Throws NotYet for programs with collectives: bound the unsplit program instead, with
+  // the model's chips (a split is one more summation order of the same sums, and in a
+  // precision below f32 the chips' partial sums are stored in it).
   ErrorBounds(const Program& program, const std::function<const Tensor&(ValueId)>& value, const BoundModel& model);
 
   // The bounds of the program's f32 outputs, by output name: f32 tensors of their shapes,

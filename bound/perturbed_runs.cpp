@@ -87,6 +87,7 @@ Tensor run_kernel(const Operation& op, std::vector<const Tensor*> in, const Tens
 // of the squared terms and how many terms are nonzero (adding a zero rounds nothing).
 struct PerturbedRuns::SumTerms {
   Tensor squares, count;
+  Tensor chip_partials;  // split contractions: the sum of the chips' partial sums squared (else empty)
 };
 
 // The deviations of one f32 result being written: each element's carried change plus a
@@ -404,12 +405,43 @@ Tensor PerturbedRuns::extreme(const Operation& op, Result w) {
   return std::move(w.d);
 }
 
+namespace {
+
+// Per result element of a contraction split over `chips`: the sum over chips of its partial
+// sum squared, each chip taking a contiguous slice of the terms in row-major order.
+Tensor chip_partial_squares(const Operation& op, const Tensor& lhs, const Tensor& rhs, const TensorType& type,
+                            int64_t chips) {
+  const Terms t = dot_terms(op, lhs.shape(), rhs.shape());
+  const auto x = lhs.as<float>(), y = rhs.as<float>();
+  const int64_t n = int64_t(t.step_l.size()), slice = (n + chips - 1) / chips;
+  Tensor out = Tensor::uninitialized(type);
+  auto o = out.as_mut<float>();
+  for (size_t i = 0; i < o.size(); ++i) {
+    double total = 0;
+    for (int64_t begin = 0; begin < n; begin += slice) {
+      double partial = 0;
+      for (int64_t k = begin; k < std::min(n, begin + slice); ++k)
+        partial += double(x[size_t(t.base_l[i] + t.step_l[size_t(k)])]) * y[size_t(t.base_r[i] + t.step_r[size_t(k)])];
+      total += partial * partial;
+    }
+    o[i] = float(total);
+  }
+  return out;
+}
+
+}  // namespace
+
 // reduce add and dot_general: a sum. The terms' changes summed by the reference's own
 // kernel (in double): (a + da)(b + db) - ab = a db + da (b + db). And the sum's rounding,
 // in an order that does not follow the values: addition j rounds partial sum S_j by up to
 // u_a |S_j|, variance u_a^2 / 3 S_j^2, and over orders the mean of S_j^2 is
 // (j / n) sum t^2 + (j / n)^2 (sum t)^2 for n nonzero terms; a contraction's products
-// add their own roundings, u_a^2 / 3 sum t^2.
+// add their own roundings, u_a^2 / 3 sum t^2. Split over c chips, a contraction is c
+// partial sums, each stored in the precision (u_s) before they are added: u_s^2 / 3 times
+// the sum of the partials squared. Which terms a chip takes is the backend's choice, so
+// that sum is the larger of the reference's own partials over contiguous slices (a chip's
+// heads, or its part of the feed-forward: a trained model's heads can cancel, which no
+// average holds) and their mean over orders, sum t^2 + (sum t)^2 / c.
 Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
   const bool dot = op.kind == OpKind::dot_general;
   const TensorType& type = program_.type(op.result);
@@ -428,7 +460,9 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
       for (const Tensor& part : parts) in.push_back(&part);
       return run_kernel(op, in, type);
     };
-    sums_[index] = std::make_unique<SumTerms>(SumTerms{term_sums(false), term_sums(true)});
+    sums_[index] = std::make_unique<SumTerms>(SumTerms{term_sums(false), term_sums(true), {}});
+    if (dot && model_.chips > 1 && w.store.unit_roundoff() > accumulation_roundoff)
+      sums_[index]->chip_partials = chip_partial_squares(op, value_(op.operands[0]), value_(op.operands[1]), type, model_.chips);
   }
   Tensor change;
   const ValueId a = op.operands[0];
@@ -457,6 +491,8 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
   }
   auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>();
   const double u = accumulation_roundoff;
+  auto partials = sums_[index]->chip_partials.as<float>();
+  const double us = w.store.unit_roundoff();
   for (size_t i = 0; i < w.dv.size(); ++i) {
     const double c = change.elements() ? double(change.as<float>()[i]) : 0.0, ri = w.rv[i];
     if (!std::isfinite(ri)) {
@@ -465,7 +501,9 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
     }
     const double n = std::max(double(count[i]) - 1, 0.0), s2 = squares[i];
     const double order = u * u / 3 * (n / 2 * s2 + n / 3 * ri * ri + (dot ? s2 : 0));
-    w.put(i, c, order + w.rounding_variance(ri));
+    const double split =
+        partials.empty() ? 0 : us * us / 3 * std::max(double(partials[i]), s2 + ri * ri / double(model_.chips));
+    w.put(i, c, order + split + w.rounding_variance(ri));
   }
   return std::move(w.d);
 }

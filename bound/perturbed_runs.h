@@ -44,6 +44,9 @@ struct BoundModel {
   int probes = 4;
   double nonlinearity = 0.25;
   double chaos_margin = 2;
+  // The chips the backend splits the program over (tp): a contraction split over them is
+  // summed as partial sums, each stored in the precision before they are added.
+  int64_t chips = 1;
   // The random stream; the same seed draws the same errors for the same program.
   uint64_t seed = 0x6375746368656b;
 

@@ -113,8 +113,8 @@ Bisection bisect(Backend& backend, const Case& c, const ConformOptions& o, const
   for (const Cut& piece : pieces) {
     TensorMap in;
     for (const Port& port : signature(piece, c.spec).inputs) in.emplace(port.name, known.at(port.name));
-    Expected want = reference.expect(piece, in, o.tolerance);
     const int64_t tp = kind_splits(piece.kind) ? c.tp : 1;
+    Expected want = reference.expect(piece, in, o.tolerance, tp);
     fs::path folder = work / "piece";
     write_program(piece, c.spec, tp, dir, folder);
     CaseResult r;

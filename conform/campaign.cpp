@@ -39,7 +39,7 @@ CaseResult run_case(Backend& backend, const Case& c, const ConformOptions& o, co
   auto [weights, dir] = case_weights(c, o, work);
   write_program(c.cut, c.spec, c.tp, dir, work / "program");
   const TensorMap in = case_inputs(c);
-  const Expected want = ReferenceRunner(c.spec, weights).expect(c.cut, in, o.tolerance);
+  const Expected want = ReferenceRunner(c.spec, weights).expect(c.cut, in, o.tolerance, c.tp);
   write_safetensors(work / "inputs.safetensors", in);
   write_safetensors(work / "expected.safetensors", want.values);
   if (!want.bounds.empty()) write_safetensors(work / "bounds.safetensors", want.bounds);

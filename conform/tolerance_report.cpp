@@ -247,7 +247,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
     ReferenceRunner reference(c.spec, weights);
     std::map<Precision, Expected> expected;  // blanked past the attended cache rows, as conformance compares
     for (Precision p : options.precisions) {
-      Expected e = reference.expect(c.cut, in, Tolerance::bound(p));
+      Expected e = reference.expect(c.cut, in, Tolerance::bound(p), c.tp);
       expected[p] = {blank_unattended(e.values, c), blank_unattended(e.bounds, c)};
     }
     const bool measure_layer = layer_cases < options.layer_cases && c.tp == 1 &&

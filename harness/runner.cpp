@@ -33,15 +33,18 @@ Executable& ReferenceRunner::plan(const Cut& cut) {
 TensorMap ReferenceRunner::run(const Cut& cut, const TensorMap& inputs) { return plan(cut).run(inputs); }
 TensorMap ReferenceRunner::run_giving(const Cut& cut, TensorMap&& inputs) { return plan(cut).run(std::move(inputs)); }
 
-Expected expect(Executable& e, const TensorMap& inputs, const Tolerance& tolerance) {
+Expected expect(Executable& e, const TensorMap& inputs, const Tolerance& tolerance, int64_t chips) {
   Expected out{e.run(inputs), {}};
-  if (tolerance.bounded())
-    out.bounds = ErrorBounds(e.program(), [&](ValueId v) -> const Tensor& { return e.value(v); }, tolerance.model()).outputs();
+  if (tolerance.bounded()) {
+    BoundModel model = tolerance.model();
+    model.chips = chips;
+    out.bounds = ErrorBounds(e.program(), [&](ValueId v) -> const Tensor& { return e.value(v); }, model).outputs();
+  }
   return out;
 }
 
-Expected ReferenceRunner::expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance) {
-  return cutcheck::expect(plan(cut), inputs, tolerance);
+Expected ReferenceRunner::expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance, int64_t chips) {
+  return cutcheck::expect(plan(cut), inputs, tolerance, chips);
 }
 
 const Executable& ReferenceRunner::run_kept(const Cut& cut, const TensorMap& inputs) {

@@ -32,8 +32,8 @@ class ReferenceRunner : public CutRunner {
   TensorMap run_giving(const Cut& cut, TensorMap&& inputs) override;
   void forget(const Cut& cut) override { plans_.erase(cut); }
   // Runs `cut` and, under the bound policy, bounds every f32 output element: what a
-  // backend is judged against (harness/tolerance.h).
-  Expected expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance);
+  // backend running it over `chips` chips (tp) is judged against (harness/tolerance.h).
+  Expected expect(const Cut& cut, const TensorMap& inputs, const Tolerance& tolerance, int64_t chips = 1);
   // Runs `cut` keeping every value until the cut runs again: what perturbed runs of its
   // program read (bound/perturbed_runs.h), for chains of cuts bounded together.
   const Executable& run_kept(const Cut& cut, const TensorMap& inputs);
@@ -50,9 +50,10 @@ class ReferenceRunner : public CutRunner {
 };
 
 // Runs `program` (planned as `e`) on `inputs` and, under the bound policy, bounds every f32
-// output element: what a backend is judged against (harness/tolerance.h). The one place
-// that runs the reference and then its bounds, for whole cuts, pieces and single ops alike.
-Expected expect(Executable& e, const TensorMap& inputs, const Tolerance& tolerance);
+// output element: what a backend running it over `chips` chips (tp) is judged against
+// (harness/tolerance.h). The one place that runs the reference and then its bounds, for
+// whole cuts, pieces and single ops alike.
+Expected expect(Executable& e, const TensorMap& inputs, const Tolerance& tolerance, int64_t chips = 1);
 
 // The program of a cut as the interpreter runs it: authored, printed, parsed and verified.
 Program authored_program(const Cut& cut, const ModelSpec& spec);

@@ -197,6 +197,43 @@ TEST(ErrorBounds, ResultsPastTheStorageRangeAreUnbounded) {
   EXPECT_LT(f32.as<float>()[1], 1e-2);
 }
 
+// A contraction whose two halves cancel: split over two chips, a bf16 backend stores
+// each half's partial sum in bf16 before adding them, an error of the partials' size
+// where the sum itself is small. The bound of the program split over two chips holds it;
+// bounded as one chip, it does not (the test sees the rule act).
+TEST(ErrorBounds, SplitContractionsHoldPartialSumsStoredInThePrecision) {
+  const int64_t n = 64, columns = 16;
+  Builder b("split");
+  const ValueId x = b.input("x", {DType::f32, {1, n}}), w = b.input("w", {DType::f32, {n, columns}});
+  b.output("y", b.dot(x, w, {1}, {0}, "y"));
+  const Program program = b.finish();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> jitter(-0.05f, 0.05f);
+  std::vector<float> xs(size_t(n), 1.0f), ws(size_t(n * columns));
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < columns; ++j) ws[size_t(k * columns + j)] = (k < n / 2 ? 3.1f : -3.1f) + jitter(rng);
+  Executable run(program, {});
+  run.run({{"x", Tensor::of_f32({1, n}, xs)}, {"w", Tensor::of_f32({n, columns}, ws)}});
+  const PrecisionInfo& bf16 = precision_info(Precision::bf16);
+  auto bound = [&](int64_t chips) {
+    BoundModel model{Precision::bf16};
+    model.chips = chips;
+    return ErrorBounds(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, model).outputs().at("y");
+  };
+  const Tensor one = bound(1), two = bound(2);
+  double worst_one = 0, worst_two = 0;
+  for (int64_t j = 0; j < columns; ++j) {
+    float half[2] = {0, 0};  // each chip's f32 sum, then stored in bf16
+    for (int64_t k = 0; k < n; ++k) half[k < n / 2 ? 0 : 1] += xs[size_t(k)] * ws[size_t(k * columns + j)];
+    const double got = round_to(bf16, round_to(bf16, half[0]) + round_to(bf16, half[1]));
+    const double err = std::abs(got - run.value(program.outputs[0].value).as<float>()[size_t(j)]);
+    worst_one = std::max(worst_one, err / one.as<float>()[size_t(j)]);
+    worst_two = std::max(worst_two, err / two.as<float>()[size_t(j)]);
+  }
+  EXPECT_LE(worst_two, 1.0);
+  EXPECT_GT(worst_one, 1.0);
+}
+
 ConformOptions campaign(int cases, Tolerance t) {
   ConformOptions o;
   o.cases = cases;
