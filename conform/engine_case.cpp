@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/spec_knobs.h"
 #include "properties/choice.h"
 #include "properties/shape_space.h"
 #include "properties/spec_space.h"
@@ -122,10 +123,8 @@ rc::Gen<EngineCase> gen_engine_case(const EngineDescription& engine, const Engin
   SpecSpace specs{4};
   specs.large_share = 0.2;
   if (engine.rope_styles.size() == 1) specs.fix("rope_style=" + rope_style_name(engine.rope_styles[0]));
-  for (const char* knob : {"attention_bias", "qk_norm"})
-    if (!engine.takes_knob(knob)) specs.fix(std::string(knob) + "=false");
-  for (const char* knob : {"rope_scaling", "sliding_window"})
-    if (!engine.takes_knob(knob)) specs.fix(std::string(knob) + "=null");
+  for (const SpecKnob& knob : spec_knobs())
+    if (!engine.takes_knob(knob.name)) specs.fix(fmt::format("{}={}", knob.name, knob.off.dump()));
   const int64_t ctx = std::max<int64_t>(2, std::min(space.ctx_max, engine.max_context));
   return rc::gen::resize(100, rc::gen::exec([=] {
     EngineCase c;

@@ -9,11 +9,11 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/spec_knobs.h"
 
 namespace cutcheck {
 namespace {
 
-const std::vector<std::string> knob_names = {"rope_scaling", "attention_bias", "qk_norm", "sliding_window"};
 const std::vector<std::string> limit_names = {"vocab", "dim", "layers", "heads", "kv_heads", "head_dim", "ffn"};
 
 std::vector<std::string> string_list(const Json& json, const std::string& key, const std::string& source) {
@@ -121,8 +121,8 @@ EngineDescription EngineDescription::from_json(const Json& json, const std::stri
     const Json& knobs = json_field(json, "knobs", source);
     if (!knobs.is_array()) throw FormatError(fmt::format("{}: 'knobs' must be a list of strings", source));
     for (const Json& k : knobs) {
-      if (!k.is_string() || std::find(knob_names.begin(), knob_names.end(), k.get<std::string>()) == knob_names.end())
-        throw FormatError(fmt::format("{}: knobs: {} is not one of {}", source, k.dump(), fmt::join(knob_names, ", ")));
+      if (!k.is_string() || !find_spec_knob(k.get<std::string>()))
+        throw FormatError(fmt::format("{}: knobs: {} is not one of {}", source, k.dump(), fmt::join(spec_knob_names(), ", ")));
       d.knobs.push_back(k.get<std::string>());
     }
   }
@@ -164,12 +164,8 @@ std::string EngineDescription::refuses(const ModelSpec& s) const {
     if (fields.at(field) > limit) return fmt::format("{} = {} is above the engine's limit of {}", field, fields.at(field), limit);
   if (std::find(rope_styles.begin(), rope_styles.end(), s.rope_style) == rope_styles.end())
     return fmt::format("rope_style {} is not among the engine's", rope_style_name(s.rope_style));
-  const std::vector<std::pair<std::string, bool>> set = {{"rope_scaling", s.rope_scaling.type != RopeScalingType::none},
-                                                         {"attention_bias", s.attention_bias},
-                                                         {"qk_norm", s.qk_norm},
-                                                         {"sliding_window", s.sliding_window > 0}};
-  for (const auto& [knob, on] : set)
-    if (on && !takes_knob(knob)) return fmt::format("the engine does not declare the knob {}", knob);
+  for (const SpecKnob& knob : spec_knobs())
+    if (knob.is_set(s) && !takes_knob(knob.name)) return fmt::format("the engine does not declare the knob {}", knob.name);
   return {};
 }
 

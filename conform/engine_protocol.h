@@ -32,7 +32,7 @@ struct EngineDescription {
   int64_t max_context = 0;
   int64_t max_top_k = 0;  // 0: full-vocabulary log-probabilities
   std::vector<RopeStyle> rope_styles{RopeStyle::interleaved, RopeStyle::half};
-  std::vector<std::string> knobs;         // rope_scaling, attention_bias, qk_norm, sliding_window
+  std::vector<std::string> knobs;         // the spec knobs it implements, by name (model/spec_knobs.h)
   std::map<std::string, int64_t> limits;  // spec field -> largest value
 
   static EngineDescription from_json(const Json& json, const std::string& source);

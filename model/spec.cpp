@@ -8,18 +8,9 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "model/footprint.h"
+#include "model/spec_knobs.h"
 
 namespace cutcheck {
-namespace {
-
-// The one rule for a sliding window, however its value came: 1 to 2^31 - 1 positions. A spec
-// without one leaves the field out (0 in ModelSpec, never written as such).
-SpecError window_outside_range(const ModelSpec& spec) {
-  return SpecError(fmt::format("spec '{}': sliding_window must be in [1, 2^31 - 1] (leave it out for none), got {}",
-                               spec.name, spec.sliding_window));
-}
-
-}  // namespace
 
 std::string rope_style_name(RopeStyle style) { return style == RopeStyle::interleaved ? "interleaved" : "half"; }
 
@@ -66,32 +57,8 @@ void ModelSpec::validate() const {
     throw SpecError(fmt::format("spec '{}': rope_theta must be a positive finite number, got {}", name, rope_theta));
   if (dtype != DType::f32 && !is_half(dtype))
     throw SpecError(fmt::format("spec '{}': dtype must be f32, bf16 or f16, got {}", name, dtype_name(dtype)));
-  const RopeScaling& rs = rope_scaling;
-  auto positive_number = [&](const char* field, double value) {
-    if (!std::isfinite(value) || value <= 0)
-      throw SpecError(fmt::format("spec '{}': rope_scaling.{} must be a positive finite number, got {}", name, field, value));
-  };
-  if (rs.type != RopeScalingType::none) {
-    positive_number("factor", rs.factor);
-    if (rs.factor < 1)
-      throw SpecError(fmt::format("spec '{}': rope_scaling.factor must be at least 1 (it stretches the context), got {}",
-                                  name, rs.factor));
-  }
-  if (rs.type == RopeScalingType::llama3) {
-    positive_number("low_freq_factor", rs.low_freq_factor);
-    positive_number("high_freq_factor", rs.high_freq_factor);
-    if (rs.high_freq_factor <= rs.low_freq_factor)
-      throw SpecError(fmt::format("spec '{}': rope_scaling.high_freq_factor ({}) must be larger than low_freq_factor ({})",
-                                  name, rs.high_freq_factor, rs.low_freq_factor));
-    if (rs.original_max_position_embeddings <= 0 || rs.original_max_position_embeddings > INT32_MAX)
-      throw SpecError(fmt::format("spec '{}': rope_scaling.original_max_position_embeddings must be in [1, 2^31 - 1], got {}",
-                                  name, rs.original_max_position_embeddings));
-  }
-  if (rs.type == RopeScalingType::none && !(rs == RopeScaling{}))
-    throw SpecError(fmt::format("spec '{}': rope_scaling has parameters but no type", name));
-  if (rs.type == RopeScalingType::linear && !(rs == RopeScaling{RopeScalingType::linear, rs.factor}))
-    throw SpecError(fmt::format("spec '{}': rope_scaling of type linear takes only a factor", name));
-  if (sliding_window < 0 || sliding_window > INT32_MAX) throw window_outside_range(*this);
+  for (const SpecKnob& knob : spec_knobs())
+    if (knob.check) knob.check(*this);
 }
 
 std::string ModelSpec::summary() const {
@@ -104,15 +71,8 @@ std::string ModelSpec::summary() const {
 
 std::string ModelSpec::knob_summary() const {
   std::string out;
-  const RopeScaling& rs = rope_scaling;
-  if (rs.type == RopeScalingType::linear) out += fmt::format(" rope_scaling=linear(factor={})", rs.factor);
-  if (rs.type == RopeScalingType::llama3)
-    out += fmt::format(" rope_scaling=llama3(factor={},low_freq_factor={},high_freq_factor={},"
-                       "original_max_position_embeddings={})",
-                       rs.factor, rs.low_freq_factor, rs.high_freq_factor, rs.original_max_position_embeddings);
-  if (attention_bias) out += " attention_bias=true";
-  if (qk_norm) out += " qk_norm=true";
-  if (sliding_window > 0) out += fmt::format(" sliding_window={}", sliding_window);
+  for (const SpecKnob& knob : spec_knobs())
+    if (knob.is_set(*this)) out += knob.summary(*this);
   if (dtype != DType::f32) out += fmt::format(" dtype={}", dtype_name(dtype));
   return out;
 }
@@ -125,46 +85,11 @@ Json ModelSpec::to_json() const {
               {"norm_eps", norm_eps}, {"rope_theta", rope_theta},
               {"rope_style", rope_style_name(rope_style)}, {"tied", tied}};
   // The knobs only where they are set, so that a plain Llama spec reads as it always has.
-  const RopeScaling& rs = rope_scaling;
-  if (rs.type == RopeScalingType::linear) json["rope_scaling"] = {{"type", "linear"}, {"factor", rs.factor}};
-  if (rs.type == RopeScalingType::llama3)
-    json["rope_scaling"] = {{"type", "llama3"},
-                            {"factor", rs.factor},
-                            {"low_freq_factor", rs.low_freq_factor},
-                            {"high_freq_factor", rs.high_freq_factor},
-                            {"original_max_position_embeddings", rs.original_max_position_embeddings}};
-  if (attention_bias) json["attention_bias"] = true;
-  if (qk_norm) json["qk_norm"] = true;
-  if (sliding_window > 0) json["sliding_window"] = sliding_window;
+  for (const SpecKnob& knob : spec_knobs())
+    if (knob.is_set(*this)) json[knob.name] = knob.write(*this);
   if (dtype != DType::f32) json["dtype"] = dtype_name(dtype);  // absent means f32, as in files written before it
   return json;
 }
-
-namespace {
-
-// The object under "rope_scaling": {"type": "linear", "factor"} or {"type": "llama3",
-// "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}.
-RopeScaling read_rope_scaling(const Json& json, const std::string& source) {
-  const std::string where = source + ": rope_scaling";
-  if (!json.is_object()) throw FormatError(fmt::format("{}: must be an object with a \"type\"", where));
-  const std::string type = json_string(json, "type", where);
-  std::vector<const char*> keys{"type", "factor"};
-  RopeScaling rs;
-  if (type == "linear") {
-    rs.type = RopeScalingType::linear;
-  } else if (type == "llama3") {
-    rs.type = RopeScalingType::llama3;
-    keys.insert(keys.end(), {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
-  } else {
-    throw FormatError(fmt::format("{}: field 'type' must be \"linear\" or \"llama3\", got \"{}\"", where, type));
-  }
-  for (auto it = json.begin(); it != json.end(); ++it)
-    if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }) == keys.end())
-      throw FormatError(fmt::format("{}: unknown field '{}' for type {}", where, it.key(), type));
-  return read_rope_scaling_parameters(rs.type, json, where);
-}
-
-}  // namespace
 
 RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json, const std::string& where) {
   RopeScaling rs{type};
@@ -180,12 +105,12 @@ RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json,
 
 ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: a spec must be a JSON object", source));
-  static const char* known[] = {"name", "vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
-                                "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype",
-                                "rope_scaling", "attention_bias", "qk_norm", "sliding_window"};
+  static const char* fields[] = {"name", "vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
+                                 "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype"};
   for (auto it = json.begin(); it != json.end(); ++it) {
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) ==
-        std::end(known))
+    if (std::find_if(std::begin(fields), std::end(fields), [&](const char* k) { return it.key() == k; }) ==
+            std::end(fields) &&
+        !find_spec_knob(it.key()))
       throw FormatError(fmt::format("{}: unknown spec field '{}'", source, it.key()));
   }
   ModelSpec spec;
@@ -209,14 +134,9 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
     if (!parse_dtype(dtype, spec.dtype) || (spec.dtype != DType::f32 && !is_half(spec.dtype)))
       throw FormatError(fmt::format("{}: field 'dtype' must be \"f32\", \"bf16\" or \"f16\", got \"{}\"", source, dtype));
   }
-  if (json.contains("rope_scaling") && !json["rope_scaling"].is_null())
-    spec.rope_scaling = read_rope_scaling(json["rope_scaling"], source);
-  if (json.contains("attention_bias")) spec.attention_bias = json_bool(json, "attention_bias", source);
-  if (json.contains("qk_norm")) spec.qk_norm = json_bool(json, "qk_norm", source);
-  const bool window = json.contains("sliding_window") && !json["sliding_window"].is_null();
-  if (window) spec.sliding_window = json_int(json, "sliding_window", source);
   try {
-    if (window && spec.sliding_window == 0) throw window_outside_range(spec);  // none is the field left out
+    for (const SpecKnob& knob : spec_knobs())
+      if (json.contains(knob.name)) knob.read(json, source, spec);
     spec.validate();
   } catch (const SpecError& e) {
     throw SpecError(fmt::format("{}: {}", source, e.what()));

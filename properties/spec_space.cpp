@@ -1,19 +1,28 @@
 #include "properties/spec_space.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/spec_knobs.h"
 #include "properties/choice.h"
 #include "properties/shape_space.h"
 
 namespace cutcheck {
 namespace {
 
-const char* const fixable[] = {"vocab",      "dim",      "layers",       "heads",          "kv_heads",
-                               "head_dim",   "ffn",      "norm_eps",     "rope_theta",     "rope_style",
-                               "tied",       "rope_scaling", "attention_bias", "qk_norm", "sliding_window"};
+// The fields `--fix` takes: the spec's shapes and constants, then its knobs.
+const std::vector<std::string>& fixable() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> f = {"vocab",    "dim", "layers",   "heads",      "kv_heads",  "head_dim",
+                                  "ffn",      "norm_eps", "rope_theta", "rope_style", "tied"};
+    for (const std::string& knob : spec_knob_names()) f.push_back(knob);
+    return f;
+  }();
+  return fields;
+}
 
 // A spec every single fixed field can be checked against.
 const ModelSpec& template_spec() {
@@ -46,11 +55,8 @@ void SpecSpace::fix(const std::string& assignment) {
     if (fixed.contains("head_dim")) throw Error(fmt::format("{}: head_dim is fixed already", where));
     head_dim_from_dim = true;
   } else {
-    if (std::find(std::begin(fixable), std::end(fixable), field) == std::end(fixable))
-      throw Error(fmt::format("{}: unknown spec field '{}' (one of vocab, dim, layers, heads, kv_heads, head_dim, "
-                              "ffn, norm_eps, rope_theta, rope_style, tied, rope_scaling, attention_bias, qk_norm, "
-                              "sliding_window)",
-                              where, field));
+    if (std::find(fixable().begin(), fixable().end(), field) == fixable().end())
+      throw Error(fmt::format("{}: unknown spec field '{}' (one of {})", where, field, fmt::join(fixable(), ", ")));
     if (field == "head_dim" && head_dim_from_dim) throw Error(fmt::format("{}: head_dim is fixed to dim/heads", where));
     Json value = Json::parse(text, nullptr, false);
     if (value.is_discarded() || value.is_string()) value = text;  // rope_style=half
@@ -145,29 +151,12 @@ rc::Gen<ModelSpec> gen_spec(const SpecSpace& space) {
     else
       s.rope_style = *choice_of(RopeStyle::interleaved, RopeStyle::half);
     s.tied = fixed.contains("tied") ? fixed["tied"].get<bool>() : *choice_of(true, false);
-    // The knobs, each on in about a quarter of the specs and off when shrunk. The llama3
-    // contexts put the blend band inside the small specs' wavelengths (2 pi to
-    // 2 pi theta), so all three of its branches are drawn.
-    auto knob = [&](const char* field) {
-      return fixed.contains(field) ? fixed[field].get<bool>() : *choice_of(false, false, false, true);
-    };
-    if (fixed.contains("rope_scaling")) {
-      s.rope_scaling = ModelSpec::from_json(with_field(template_spec(), "rope_scaling", fixed["rope_scaling"]), "--fix")
-                           .rope_scaling;
-    } else {
-      const auto type = *choice_of(RopeScalingType::none, RopeScalingType::none, RopeScalingType::linear,
-                                   RopeScalingType::llama3);
-      if (type == RopeScalingType::linear) s.rope_scaling = {type, *choice_of(2.0, 4.0, 8.0, 1.0, 32.0)};
-      if (type == RopeScalingType::llama3) {
-        const auto [low, high] = *choice_of(std::pair{1.0, 4.0}, std::pair{0.5, 2.0}, std::pair{2.0, 32.0});
-        s.rope_scaling = {type, *choice_of(8.0, 2.0, 32.0), low, high, *choice_of<int64_t>(64, 16, 512, 8192)};
-      }
+    // The knobs, each by its row (model/spec_knobs.h): as fixed, or drawn.
+    const PickIndex pick = [](size_t count) { return *inRange<size_t>(0, count); };
+    for (const SpecKnob& knob : spec_knobs()) {
+      if (fixed.contains(knob.name)) knob.read(fixed, "--fix", s);
+      else knob.draw(pick, s);
     }
-    s.attention_bias = knob("attention_bias");
-    s.qk_norm = knob("qk_norm");
-    if (fixed.contains("sliding_window"))  // null: none
-      s.sliding_window = fixed["sliding_window"].is_null() ? 0 : fixed_int(fixed, "sliding_window");
-    else if (knob("sliding_window")) s.sliding_window = *choice_of<int64_t>(1, 2, 3, 4, 6, 8, 16, 32);
     s.validate();
     return s;
   });
