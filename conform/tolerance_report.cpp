@@ -351,7 +351,8 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           p.elements += size_t(bound.elements());
           if (name == "logits") {
             ++p.logit_cases;
-            p.unchecked_logit_cases += unbounded == size_t(bound.elements());
+            if (unbounded == size_t(bound.elements()) && p.unchecked_logit_cases++ == 0)
+              p.first_unchecked = fmt::format("case {}: {}", i, c.str());
           }
           const std::string cls = output_class(name);
           if (cls.empty()) continue;
@@ -423,6 +424,7 @@ std::string tolerance_report_text(const ToleranceReport& r) {
                        percentile(p.layer_thresholds, 0.5), percentile(p.layer_thresholds, 1.0),
                        p.layer_thresholds.size());
     if (!p.first_false_failure.empty()) out += "  first false failure: " + p.first_false_failure + "\n";
+    if (!p.first_unchecked.empty()) out += "  first case whose logits are not checked: " + p.first_unchecked + "\n";
   }
   return out;
 }
@@ -447,6 +449,7 @@ Json tolerance_report_json(const ToleranceReport& r) {
                         {"worst_abs", p.worst_abs},
                         {"faults", faults},
                         {"first_false_failure", p.first_false_failure},
+                        {"first_unchecked", p.first_unchecked},
                         {"elements", p.elements},
                         {"unbounded_elements", p.unbounded_elements},
                         {"logit_cases", p.logit_cases},

@@ -56,6 +56,7 @@ struct PolicyFigures {
   std::map<std::string, double> headroom = {};
   std::map<std::string, double> worst_abs = {};  // the largest |got - want| of any output element
   std::string first_false_failure = {};  // the case and the failure, for a look
+  std::string first_unchecked = {};      // the first case whose logits have no finite bound
   // Wrong backends.
   std::map<std::string, FaultFigures> faults = {};
   // Outputs held to nothing: elements without a finite bound, and cases whose logits had
