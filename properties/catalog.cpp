@@ -183,6 +183,19 @@ void determinism(const Subject& s) {
   expect_same(first, run(fresh), fmt::format("{} run by a fresh interpreter", c.cut.str()));
 }
 
+// --- the fast interpreter computes the definitions ---------------------------------------
+
+// Every cut as the interpreter runs it (tiled, vectorised, threaded contractions; the
+// polynomial exp and logistic; planned and in-place steps; weights read as stored)
+// against the reference's definitions alone, bit for bit.
+void definitions(const Subject& s) {
+  const Case c = *s.cases(all_cut_kinds());
+  const TensorMap in = case_inputs(c);
+  Session h(s, c);
+  const TensorMap want = s.definitions(c.spec, h.weights)->run(c.cut, in);
+  expect_same(want, h.run(c.cut, in), fmt::format("{} by the interpreter against the definitions", c.cut.str()));
+}
+
 // --- the weights folder does not reach the text ----------------------------------------
 
 void dir_independence(const Subject& s) {
@@ -344,6 +357,8 @@ const std::vector<Property>& catalog() {
       {"forward_is_decode_at_0", "Forward == Decode at position 0 with any cache, bitwise", forward_is_decode_at_zero, true},
       {"dont_care_rows", "cache rows past the attended range change no output", dont_care_rows, true},
       {"determinism", "the same program and inputs give the same bits, twice and on a fresh interpreter", determinism, true},
+      {"definitions", "every cut by the interpreter's fast kernels == by the reference's definitions alone, bitwise",
+       definitions},
       {"dir_independence", "the weights folder changes only the manifest's dir, and every weight lies under it",
        dir_independence},
       {"roundtrip.program", "program text prints back to itself after parsing", program_round_trip},

@@ -8,6 +8,7 @@
 #include "program/text.h"
 #include "properties/generators.h"
 #include "model/weights.h"
+#include "reference/definitions.h"
 
 namespace cutcheck {
 
@@ -20,6 +21,11 @@ Subject Subject::reference() {
   s.bounds = [](const ModelSpec& spec, const TensorMap& weights, const Cut& cut, const TensorMap& inputs,
                 const Tolerance& tolerance) {
     return ReferenceRunner(spec, weights).expect(cut, inputs, tolerance).bounds;
+  };
+  s.definitions = [](const ModelSpec& spec, const TensorMap& weights) {
+    RunOptions definitions;
+    definitions.kernels = definition_for;
+    return std::make_unique<ReferenceRunner>(spec, weights, ProgramEdit{}, definitions);
   };
   s.split_runner = [](const ModelSpec& spec, const TensorMap& weights, int64_t tp) {
     return std::make_unique<SplitRunner>(spec, weights, tp);

@@ -30,6 +30,9 @@ struct Subject {
   std::function<TensorMap(const ModelSpec&, const TensorMap& weights, const Cut&, const TensorMap& inputs,
                           const Tolerance&)>
       bounds;
+  // Runs cuts with the reference's definitions alone (reference/definitions.h): what the
+  // interpreter's fast kernels must give, bit for bit.
+  std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&)> definitions;
   // Runs cuts split over tp chips, and authors the chips' programs.
   std::function<std::unique_ptr<CutRunner>(const ModelSpec&, const TensorMap&, int64_t)> split_runner;
   std::function<std::vector<Authored>(const Cut&, const ModelSpec&, const std::string&, int64_t)> write_split;

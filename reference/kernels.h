@@ -1,4 +1,7 @@
-// The reference semantics of every op: one function per op, each a plain loop nest.
+// The kernels of every op: one function per op. Most are plain loop nests and are the
+// op's definition too; the contraction (tiled), exp and logistic (a polynomial) have fast
+// kernels here beside their definitions, and definition_for (definitions.h) names the
+// definitions, which the property `definitions` holds the fast kernels to, bit for bit.
 //
 // Numerics: tensors hold f32; every f32 op computes in double and rounds the result to
 // f32 once. Element-wise +, -, *, / and sqrt are therefore exactly the IEEE f32 ops;
@@ -20,7 +23,8 @@ namespace cutcheck {
 using Operands = std::span<const Tensor* const>;
 using Kernel = std::function<void(const Operation& op, Operands in, Tensor& out)>;
 
-// The kernel of an op; collectives have none (the multi-chip runner carries them out).
+// The kernel the interpreter runs for an op, its fastest; collectives have none (the
+// multi-chip runner carries them out).
 Kernel kernel_for(OpKind kind);
 // Whether kernel_for(kind) still computes its result when the result's buffer is operand
 // `operand`'s (of the same bytes and element width), as OpInfo::in_place says: the kernel

@@ -170,6 +170,25 @@ TEST(Planted, DeterminismCatchesStateLeakingBetweenRuns) {
                 }));
 }
 
+TEST(Planted, DefinitionsCatchAFastKernelOffInItsLastElement) {
+  // A contraction kernel whose last result element is one ulp high, as a tail tile summed
+  // in another order would leave it.
+  RunOptions faulty;
+  faulty.kernels = [](OpKind kind) -> Kernel {
+    if (kind != OpKind::dot_general) return kernel_for(kind);
+    return [](const Operation& op, Operands in, Tensor& out) {
+      eval_dot_general(op, in, out);
+      auto y = out.as_mut<float>();
+      if (!y.empty()) y.back() = std::nextafter(y.back(), INFINITY);
+    };
+  };
+  Subject s = Subject::reference();
+  s.runner = [faulty](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
+    return std::make_unique<ReferenceRunner>(spec, weights, ProgramEdit{}, faulty);
+  };
+  expect_caught("definitions", s);
+}
+
 TEST(Planted, DirIndependenceCatchesTextThatNamesTheFolder) {
   Subject s = Subject::reference();
   s.write = [](const Cut& cut, const ModelSpec& spec, const std::string& dir) {
