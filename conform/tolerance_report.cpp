@@ -221,7 +221,9 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
 
   std::vector<Judged> subjects{{"oracle (double)"}};
   for (const Variant& v : variants()) subjects.push_back({v.name, &v, nullptr});
-  for (const Fault& f : fault_catalog()) subjects.push_back({f.name, nullptr, &f});
+  for (const std::string& name : options.faults) find_fault(name);  // an unknown name: an error naming the faults
+  for (const Fault& f : fault_catalog())
+    if (options.faults.empty() || std::ranges::count(options.faults, f.name)) subjects.push_back({f.name, nullptr, &f});
   auto legitimate = [](const Judged& s, const Tolerance& t) {
     if (!s.variant && !s.fault) return true;  // the oracle: nearer exact than any precision
     return s.variant ? s.variant->precision == t.precision : legitimate_fault(*s.fault, t.precision);

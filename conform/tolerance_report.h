@@ -28,6 +28,8 @@ struct ToleranceReportOptions {
   // Cases the faults run on (the first ones), for detection rates; false failures need
   // many more cases than detection rates do.
   int fault_cases = 1 << 30;
+  // The faults run (by name, faults/catalog.h); empty: the whole catalog.
+  std::vector<std::string> faults;
   std::function<void(int done, int total)> progress;
 };
 

@@ -11,7 +11,7 @@ namespace cutcheck::cli {
 void add_tolerance_report(CLI::App& app) {
   struct Args {
     std::string spec = "random", weights, json, shard = "1/1";
-    std::vector<std::string> precisions{"f32", "bf16", "f16"};
+    std::vector<std::string> precisions{"f32", "bf16", "f16"}, faults;
     std::vector<int64_t> tp{1, 2, 4};
     int cases = 200, layer_cases = 40, fault_cases = 1 << 30;
     uint64_t seed = 1;
@@ -33,6 +33,7 @@ void add_tolerance_report(CLI::App& app) {
       ->capture_default_str();
   add_number(cmd, "--fault-cases", a->fault_cases, "run the fault catalog on the first N cases only (default: all)",
              {0, 1 << 30});
+  cmd->add_option("--fault", a->faults, "run only these faults of the catalog (default: all; `cutcheck run --help` lists them)");
   cmd->add_option("--shard", a->shard,
                   "I/N: judge only the cases whose index is I-1 modulo N (cases are numbered from 0, so "
                   "--shard 1682/5000 judges case 1681 alone); shards of one seed cover its cases once")
@@ -51,6 +52,7 @@ void add_tolerance_report(CLI::App& app) {
     for (const std::string& p : a->precisions) o.precisions.push_back(parse_precision(p));
     o.layer_cases = a->layer_cases;
     o.fault_cases = a->fault_cases;
+    o.faults = a->faults;
     o.progress = [](int done, int total) {
       if (done % std::max(1, total / 10) == 0 || done == total) fmt::print(stderr, "[{}/{}]\n", done, total);
     };
