@@ -40,4 +40,11 @@ expect_exit 0 "fixed atol=0.0001" conform --backend "$cutcheck run" --tolerance 
 
 expect_exit 0 "bound f32" tolerance-report --cases 6 --precision f32 --layer-cases 1 --json t.json
 python3 -c "import json; r = json.load(open('t.json')); assert r['format'] == 'cutcheck-tolerance-report-2' and r['cases'] == 6, r"
+# A shard judges its slice of the seed's cases (5/6: case 4 alone); --fault runs the named
+# faults only; bad values of either are refused.
+expect_exit 0 "1 cases" tolerance-report --cases 6 --shard 5/6 --precision f32 --layer-cases 0 --fault final-norm-gain-dropped --json s.json
+python3 -c "import json; r = json.load(open('s.json')); f = r['policies'][0]['faults']; \
+assert r['cases'] == 1 and list(f) == ['final-norm-gain-dropped'], (r['cases'], list(f))"
+expect_exit 2 "no fault named 'nope'" tolerance-report --cases 1 --fault nope
+expect_exit 2 "--shard '0/3'" tolerance-report --cases 1 --shard 0/3
 echo "cli tolerance: ok"
