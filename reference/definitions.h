@@ -9,7 +9,8 @@
 
 namespace cutcheck {
 
-// The definition of an op; collectives have none (the multi-chip runner carries them out).
+// The definition of an op, the one table every op must be in (-Werror=switch); kernel_for
+// adds the fast kernels. Collectives have none (the multi-chip runner carries them out).
 // An interpreter given this table (RunOptions::kernels) runs each op as its definition
 // alone: no planned contraction, no operand written over, no weight read as stored.
 Kernel definition_for(OpKind kind);

@@ -23,8 +23,9 @@ namespace cutcheck {
 using Operands = std::span<const Tensor* const>;
 using Kernel = std::function<void(const Operation& op, Operands in, Tensor& out)>;
 
-// The kernel the interpreter runs for an op, its fastest; collectives have none (the
-// multi-chip runner carries them out).
+// The kernel the interpreter runs for an op, its fastest: a fast kernel where the op has
+// one (exp, logistic, dot_general), else its definition (definitions.h); collectives have
+// none (the multi-chip runner carries them out).
 Kernel kernel_for(OpKind kind);
 // Whether kernel_for(kind) still computes its result when the result's buffer is operand
 // `operand`'s (of the same bytes and element width), as OpInfo::in_place says: the kernel
