@@ -108,9 +108,14 @@ struct PerturbedRuns::Result {
         amplification(amplification),
         g{stream} {}
 
-  // The variance of the rounding of a result near `value` (uniform errors within h: h^2 / 3).
-  double rounding_variance(double value) const {
-    const double hs = half_store(value), hr = half_f32(value), hf = function_spread * hr;
+  // The variance of the roundings of a result (uniform errors within h: h^2 / 3): the
+  // reference rounds its own value to f32, a backend rounds the value it has, the perturbed
+  // one, to its storage (a difference of two near-equal large scores is small in a backend
+  // and rounds as small, however large the reference's is), and an elementary function errs
+  // in both, held at the larger.
+  double rounding_variance(double reference, double perturbed) const {
+    const double hs = half_store(perturbed), hr = half_f32(reference),
+                 hf = function_spread * half_f32(std::max(std::abs(reference), std::abs(perturbed)));
     return (hs * hs + hr * hr + hf * hf) / 3;
   }
   void put(size_t i, double change, double variance) {
@@ -258,7 +263,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
         for (size_t i = 0; i < w.dv.size(); ++i) {
           const double p = from == DType::i32 ? double(x.as<int32_t>()[i]) : double(x.as<uint8_t>()[i]);
           const bool exact = double(float(p)) == p && holds(store.precision, float(p));
-          w.put(i, deviation(double(float(p)), w.rv[i]), exact ? 0 : w.rounding_variance(p));
+          w.put(i, deviation(double(float(p)), w.rv[i]), exact ? 0 : w.rounding_variance(p, p));
         }
         out = std::move(w.d);
         return;
@@ -312,7 +317,8 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
         // Exact operands whose exact result the storage holds: every correct backend has it.
         const bool exact = !rounds || (dx[i] == 0 && dy[i] == 0 && info.rounding == Rounding::correctly_rounded &&
                                        value_of(op.kind, xi, yi) == ri && holds(store.precision, float(ri)));
-        w.put(i, change_of(op.kind, xi, dx[i], yi, dy[i], ri), exact ? 0 : w.rounding_variance(ri));
+        const double change = change_of(op.kind, xi, dx[i], yi, dy[i], ri);
+        w.put(i, change, exact ? 0 : w.rounding_variance(ri, ri + change));
       }
       out = std::move(w.d);
       return;
@@ -337,7 +343,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
         const double change = dx[i] == 0 ? 0 : change_of(op.kind, xi, dx[i], 0, 0, ri);
         const bool exact = dx[i] == 0 && info.rounding == Rounding::correctly_rounded && value_of(op.kind, xi, 0) == ri &&
                            holds(store.precision, float(ri));
-        w.put(i, change, exact ? 0 : w.rounding_variance(ri));
+        w.put(i, change, exact ? 0 : w.rounding_variance(ri, ri + change));
       }
       out = std::move(w.d);
       return;
@@ -503,7 +509,7 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
     const double order = u * u / 3 * (n / 2 * s2 + n / 3 * ri * ri + (dot ? s2 : 0));
     const double split =
         partials.empty() ? 0 : us * us / 3 * std::max(double(partials[i]), s2 + ri * ri / double(model_.chips));
-    w.put(i, c, order + split + w.rounding_variance(ri));
+    w.put(i, c, order + split + w.rounding_variance(ri, ri + c));
   }
   return std::move(w.d);
 }

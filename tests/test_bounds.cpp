@@ -178,6 +178,27 @@ TEST(ErrorBounds, AttentionOverSaturatedScoresCoversEveryDistribution) {
   EXPECT_LT(f32.outputs().at("mix").as<float>()[0], 1e-5);
 }
 
+// A backend rounds the values it has. Where a run moves a score of -2000 below the row's
+// maximum up to the maximum, the backend's s - max is 0 and rounds as 0 does, so its
+// exp(s - max) stays at 1: drawn at the reference's -2000 (bf16 spacing 8), the rounding
+// would make that exp anything up to e^20 and overflow in a deep enough model.
+TEST(ErrorBounds, RoundingIsDrawnAtTheBackendsValue) {
+  Builder b("numerator");
+  const ValueId s = b.input("s", {DType::f32, {1, 2}});
+  const ValueId max = b.broadcast(b.reduce(s, "max", {1}, "max"), {1, 2}, {0}, "max2");
+  b.output("e", b.unary(OpKind::exponential, b.binary(OpKind::subtract, s, max, "shifted"), "e"));
+  const Program program = b.finish();
+  Executable run(program, {});
+  run.run({{"s", Tensor::of_f32({1, 2}, {3000, 1000})}});
+  const BoundModel model{Precision::bf16};
+  PerturbedRuns runs(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, model);
+  const Tensor moved = Tensor::of_f32({1, 2}, {0, 2000});  // the second score reaches the first
+  for (int r = 0; r < model.total_runs(); ++r) {
+    const float d = runs.run(r, {{"s", moved}}).at("e").as<float>()[1];
+    EXPECT_NEAR(d, 1.0, 0.05) << "run " << r;  // exp(0) - exp(-2000)
+  }
+}
+
 // A result that may lie past f16's range (65504) has no bound under f16: a correct f16
 // backend stores infinity there. Under f32 the same sum is bounded.
 TEST(ErrorBounds, ResultsPastTheStorageRangeAreUnbounded) {
@@ -328,7 +349,9 @@ TEST(Tolerance, ReportShowsBoundsFairAndSharp) {
     if (!p.tolerance.bounded()) continue;
     for (const auto& [name, n] : p.false_failures) EXPECT_EQ(n, 0) << name << " under " << p.tolerance.str();
     for (const auto& [name, f] : p.faults)
-      if (f.far) EXPECT_GT(f.caught, 0) << name << " under " << p.tolerance.str();
+      if (f.far) {
+        EXPECT_GT(f.caught, 0) << name << " under " << p.tolerance.str();
+      }
   }
   auto median = [](std::vector<double> v) {  // over the cases that have logits
     v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
