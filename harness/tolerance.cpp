@@ -42,6 +42,7 @@ ElementCheck ErrorTally::add(double want, double got, double bound) {
   k.allowed = tolerance_.allowed(want, bound);
   const bool bounded = k.allowed < INFINITY;
   if (!bounded) ++e_.unbounded;
+  if (std::isfinite(want)) ref2_ += want * want;  // NMSE's denominator: the whole output
   // Equal bits: for f32 values widened to double, equal values of one sign, or two NaNs.
   k.same = (got == want && std::signbit(got) == std::signbit(want)) || (std::isnan(got) && std::isnan(want));
   if (k.same) return k;
@@ -51,7 +52,6 @@ ElementCheck ErrorTally::add(double want, double got, double bound) {
     e_.max_abs = std::max(e_.max_abs, k.diff);
     e_.max_rel = std::max(e_.max_rel, k.diff / std::max(std::abs(want), tolerance_.bounded() ? 1e-30 : tolerance_.atol));
     err2_ += k.diff * k.diff;
-    ref2_ += want * want;
     if (bounded) e_.headroom = std::max(e_.headroom, k.allowed > 0 ? k.diff / k.allowed : INFINITY);
   } else if (!k.ok) {
     e_.headroom = INFINITY;

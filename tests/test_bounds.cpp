@@ -285,6 +285,20 @@ TEST(Tolerance, NextIsHeldOnlyWhereTheLogitsAreBounded) {
   EXPECT_FALSE(judged({1, 4}, {1, 5, 2, 1, 5, 2}));  // past the vocabulary size: never the program's
 }
 
+// NMSE is sum (got - want)^2 over sum want^2 of the whole output: one element of a hundred
+// off by 1e-5 is an NMSE of 1e-12, not the 1e-10 of that element alone.
+TEST(Tolerance, NmseDividesByTheWholeOutput) {
+  std::vector<float> want(100, 1.0f), got = want;
+  got[7] = 1.0f + 1e-5f;
+  Tolerance t = Tolerance::fixed_f32();
+  t.nmse = 1e-11;
+  const Comparison c = compare({{{"y", Tensor::of_f32({100}, want)}}, {}}, {{"y", Tensor::of_f32({100}, got)}}, t);
+  ASSERT_EQ(c.outputs.size(), 1u);
+  const double err = double(got[7]) - 1.0;
+  EXPECT_DOUBLE_EQ(c.outputs[0].nmse, err * err / 100);
+  EXPECT_TRUE(c.ok) << c.failure;
+}
+
 TEST(Tolerance, LegitimateVariantsPassTheirPrecisionsBound) {
   for (const Variant& v : variants()) {
     VariantBackend backend(v.name);
