@@ -79,7 +79,7 @@ LogProbabilities LogSoftmaxBound::result() const {
 bool near_tie(std::span<const float> logits, std::span<const float> logit_bounds, int reference, int engine) {
   const double margin = double(logits[size_t(reference)]) - double(logits[size_t(engine)]);
   const double allowed = double(logit_bounds[size_t(reference)]) + double(logit_bounds[size_t(engine)]);
-  return !(margin > allowed);  // NaN and infinite allowances: a tie
+  return near_tie(margin, allowed);
 }
 
 }  // namespace cutcheck

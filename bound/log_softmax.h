@@ -44,8 +44,11 @@ class LogSoftmaxBound {
   Allowance total_;  // of log sum_j exp(lp_j)
 };
 
-// Whether a correct engine may pick token `engine` where the reference picks `reference`
-// (its arg-max): their logits are within the sum of their bounds.
+// Whether a correct backend may pick another token than the reference's arg-max: the
+// reference's logit exceeds the other's by no more than `allowed`. A NaN margin or an
+// infinite allowance is a tie: where the reference's own logits say nothing, no pick is wrong.
+inline bool near_tie(double margin, double allowed) { return !(margin > allowed); }
+// The same for an engine's pick: the margin within the sum of the two logits' bounds.
 bool near_tie(std::span<const float> logits, std::span<const float> logit_bounds, int reference, int engine);
 
 }  // namespace cutcheck

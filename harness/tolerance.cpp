@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "bound/log_softmax.h"
 #include "core/error.h"
 
 namespace cutcheck {
@@ -117,8 +118,8 @@ OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* lo
         near_tie = g[r] >= 0 && b <= vocab;
       } else if (g[r] >= 0 && b < vocab && w[r] >= 0 && a < vocab) {
         // Both picks must be tokens (an all-NaN row makes the reference's pick the vocabulary size).
-        near_tie = tol.bounded() ? double(row[a]) - double(row[b]) <= allowed(a) + allowed(b)
-                                 : std::abs(double(row[b]) - double(row[a])) <= allowed(a);
+        near_tie = tol.bounded() ? cutcheck::near_tie(double(row[a]) - double(row[b]), allowed(a) + allowed(b))
+                                 : cutcheck::near_tie(std::abs(double(row[b]) - double(row[a])), allowed(a));
       }
     }
     if (!near_tie && e.mismatches++ == 0)

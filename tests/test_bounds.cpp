@@ -10,6 +10,7 @@
 
 #include "author/builder.h"
 #include "bound/error_bound.h"
+#include "bound/log_softmax.h"
 #include "conform/campaign.h"
 #include "conform/report.h"
 #include "conform/tolerance_report.h"
@@ -283,6 +284,19 @@ TEST(Tolerance, NextIsHeldOnlyWhereTheLogitsAreBounded) {
   EXPECT_TRUE(judged({1, 3}, {1, 5, 2, NAN, NAN, NAN}));  // row 1 has no bound
   EXPECT_TRUE(judged({1, 0}, {1, 5, 2, 1, 5, 2}));
   EXPECT_FALSE(judged({1, 4}, {1, 5, 2, 1, 5, 2}));  // past the vocabulary size: never the program's
+}
+
+// Where the reference's own logits give no margin (NaN), no pick of a backend's is wrong:
+// `next` follows the engine judge's rule (bound/log_softmax.h, near_tie).
+TEST(Tolerance, NextBesideANanLogitIsATieAsInTheEngineJudge) {
+  const Tensor logits = Tensor::of_f32({1, 3}, {NAN, 5, 2}), bounds = Tensor::of_f32({1, 3}, {0.1f, 0.1f, 0.1f});
+  const Expected want{{{"logits", logits}, {"next", Tensor::of_i32({1}, {0})}}, {{"logits", bounds}}};
+  const Comparison c = compare(want, {{"logits", logits}, {"next", Tensor::of_i32({1}, {1})}}, Tolerance::bound(Precision::f32));
+  const OutputError& next = c.outputs.at(1);
+  ASSERT_EQ(next.name, "next");
+  EXPECT_EQ(next.mismatches, 0) << next.first;
+  const std::vector<float> row{NAN, 5, 2}, row_bounds{0.1f, 0.1f, 0.1f};
+  EXPECT_TRUE(near_tie(row, row_bounds, 0, 1));
 }
 
 // NMSE is sum (got - want)^2 over sum want^2 of the whole output: one element of a hundred

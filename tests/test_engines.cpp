@@ -72,8 +72,9 @@ TEST(LogSoftmaxBound, HoldsForEnginesErringAsTheRunsModel) {
       for (int j = 0; j < V; ++j) moved[size_t(j)] += row.bounds[size_t(j)] * unit(rng);
       const std::vector<double> got = exact_log_softmax(moved);
       for (int i = 0; i < V; ++i)
-        if (std::isfinite(lp.bound[size_t(i)]))
+        if (std::isfinite(lp.bound[size_t(i)])) {
           ASSERT_LE(std::abs(got[size_t(i)] - lp.value[size_t(i)]), lp.bound[size_t(i)]) << "trial " << trial << " token " << i;
+        }
     }
   }
 }
@@ -125,7 +126,8 @@ struct OnePosition {
 OnePosition one_position(uint64_t seed) {
   std::mt19937_64 rng(seed);
   const Row row = random_row(rng, 16, 1.5, 1e-6);
-  OnePosition o{expectation(row.logits, row.bounds, 0)};
+  OnePosition o;
+  o.x = expectation(row.logits, row.bounds, 0);
   o.x.next = int32_t(std::max_element(row.logits.begin(), row.logits.end()) - row.logits.begin());
   o.want.at.emplace(2, o.x);
   return o;
