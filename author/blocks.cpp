@@ -38,7 +38,7 @@ ValueId ModelWriter::embed(ValueId tokens) {
 
 Rows ModelWriter::rows(CacheLayout layout, ValueId positions, ValueId first) {
   const int64_t R = b_.shape(positions)[0], half = spec_.head_dim / 2;
-  b_.note("rotary tables: angle[r, i] = pos[r] / rope_theta^(2i / head_dim)");
+  b_.note("rotary tables: angle[r, i] = pos[r] * (1 / rope_theta^(2i / head_dim))");
   ValueId pos_f = b_.convert(positions, DType::f32, "rope.pos");
   TensorType pair{DType::f32, {half}};
   ValueId i = b_.iota(0, pair, "rope.i");
