@@ -150,6 +150,29 @@ PerturbedRuns::PerturbedRuns(const Program& program, std::function<const Tensor&
   for (const OutputDecl& o : program.outputs) last_use_[size_t(o.value)] = std::numeric_limits<size_t>::max();
   sums_.resize(program.ops.size());
   zeros_.resize(program.values.size());
+  meets_.resize(program.ops.size());
+  if (model.weight_meets.empty()) return;
+  // The weight a contraction's right operand is, looking through its widening.
+  std::vector<const Operation*> producer(program.values.size(), nullptr);
+  for (const Operation& op : program.ops) producer[size_t(op.result)] = &op;
+  std::vector<bool> is_weight(program.values.size(), false);
+  for (const WeightDecl& w : program.weights) is_weight[size_t(w.value)] = true;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Operation& op = program.ops[i];
+    if (op.kind != OpKind::dot_general) continue;
+    ValueId w = op.operands[1];
+    while (producer[size_t(w)] && producer[size_t(w)]->kind == OpKind::convert) w = producer[size_t(w)]->operands[0];
+    if (!is_weight[size_t(w)]) continue;
+    auto it = model.weight_meets.find(program.name(w));
+    if (it == model.weight_meets.end()) continue;
+    const int64_t rank = int64_t(program.type(op.operands[0]).shape.size());
+    if (op.ints("lhs_contracting_dimensions") != std::vector<int64_t>{rank - 1} ||
+        !op.ints("lhs_batching_dimensions").empty())
+      throw Error(fmt::format("%{} multiplies weight '{}' other than as x W^T over x's last dimension: its "
+                              "activation's rounding is not modelled",
+                              program.name(op.result), program.name(w)));
+    meets_[i] = it->second;
+  }
 }
 
 PerturbedRuns::~PerturbedRuns() = default;
@@ -495,6 +518,24 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
   } else if (perturbed(a)) {
     change = run_kernel(op, {&shadow_[size_t(a)]}, type);
   }
+  if (meets_[index]) {  // the activation's rounding, times the weight as the backend has it
+    const ValueId b = op.operands[1];
+    Tensor weight = value_(b).clone();
+    if (perturbed(b)) {
+      auto m = weight.as_mut<float>();
+      auto db = shadow_[size_t(b)].as<float>();
+      for (size_t i = 0; i < m.size(); ++i) m[i] = float(double(m[i]) + db[i]);
+    }
+    const Tensor noise = met_rounding(*meets_[index], a, mix64(w.g.state, 0x6d656574));
+    Tensor more = run_kernel(op, {&noise, &weight}, type);
+    if (change.elements() == 0) {
+      change = std::move(more);
+    } else {
+      auto c = change.as_mut<float>();
+      auto m = more.as<float>();
+      for (size_t i = 0; i < c.size(); ++i) c[i] = float(double(c[i]) + m[i]);
+    }
+  }
   auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>();
   const double u = accumulation_roundoff;
   auto partials = sums_[index]->chip_partials.as<float>();
@@ -512,6 +553,43 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
     w.put(i, c, order + split + w.rounding_variance(ri, ri + c));
   }
   return std::move(w.d);
+}
+
+// The rounding of a contraction's activation as the backend converts it to meet a stored
+// weight, drawn at the run's amplification around the value the backend has (x + dx): an
+// f16 rounding per element, or per block of 8-bit values an error within half the block's
+// scale d = max |x| / 127 per element, and, with the scale stored in f16, the scale's own
+// rounding (relative, up to 2^-11) common to the block.
+Tensor PerturbedRuns::met_rounding(const ActivationRounding& how, ValueId activation, uint64_t stream) {
+  const TensorType& type = program_.type(activation);
+  auto x = value_(activation).as<float>();
+  const bool moved = perturbed(activation);
+  auto dx = moved ? shadow_[size_t(activation)].as<float>() : std::span<const float>();
+  Tensor noise = Tensor::uninitialized(type);
+  auto n = noise.as_mut<float>();
+  SplitMix64 g{stream};
+  const double scale = amplification_ / std::sqrt(3.0);  // uniform within h: h / sqrt(3)
+  auto at = [&](size_t i) { return double(x[i]) + (moved ? double(dx[i]) : 0.0); };
+  if (how.kind == ActivationRounding::Kind::f16) {
+    const HalfSpacing half(precision_info(Precision::f16));
+    for (size_t i = 0; i < n.size(); ++i) {
+      const double p = at(i);
+      n[i] = holds(Precision::f16, float(p)) ? 0.0f : float(scale * half(p) * g.normal());
+    }
+    return noise;
+  }
+  const int64_t row = type.shape.empty() ? 1 : type.shape.back(), block = how.block;
+  if (block <= 0 || row % block != 0)
+    throw Error(fmt::format("%{}: rows of {} values are not whole blocks of {}", program_.name(activation), row, block));
+  for (size_t begin = 0; begin < n.size(); begin += size_t(block)) {
+    double amax = 0;
+    for (size_t i = begin; i < begin + size_t(block); ++i) amax = std::max(amax, std::abs(at(i)));
+    const double half_step = amax / 127 / 2;
+    const double common = how.f16_scale ? scale * 0x1p-11 * g.normal() : 0.0;  // the scale's relative rounding
+    for (size_t i = begin; i < begin + size_t(block); ++i)
+      n[i] = float(scale * half_step * g.normal() + common * at(i));
+  }
+  return noise;
 }
 
 }  // namespace cutcheck

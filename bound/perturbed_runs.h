@@ -12,7 +12,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "bound/precision.h"
@@ -20,6 +23,19 @@
 #include "program/program.h"
 
 namespace cutcheck {
+
+// How a backend rounds the activation it multiplies by a weight stored in a type of its own
+// (llama.cpp's CPU matrix products convert it to the weight's companion type first): to f16,
+// or to 8-bit blocks of `block` consecutive values along the contracted dimension, each block
+// scaled by max |x| / 127 (q = round(x / d), so each value is off by at most d / 2) with the
+// scale stored in f16 (ggml's Q8_0, beside Q8_0, Q4_0 and Q5_0 weights) or f32 (Q8_K, beside
+// the K-quants).
+struct ActivationRounding {
+  enum class Kind { f16, int8_blocks };
+  Kind kind = Kind::f16;
+  int64_t block = 0;       // int8_blocks: values per block
+  bool f16_scale = false;  // int8_blocks: the scale stored in f16
+};
 
 // What a correct backend is, and how hard the runs look for its worst case.
 struct BoundModel {
@@ -49,6 +65,10 @@ struct BoundModel {
   int64_t chips = 1;
   // The random stream; the same seed draws the same errors for the same program.
   uint64_t seed = 0x6375746368656b;
+  // Weights the backend multiplies as stored in a type of their own, by weight name, and how
+  // it rounds the activation each meets in a contraction (x W^T, x's last dimension
+  // contracted); empty for a backend that multiplies in its storage precision.
+  std::map<std::string, ActivationRounding> weight_meets = {};
 
   int total_runs() const { return runs + probes; }
   // Run r's amplification, and the run whose draws it repeats (itself, or its twin).
@@ -80,6 +100,7 @@ class PerturbedRuns {
   void leaf(ValueId v, uint64_t stream);
   void step(size_t index, const Operation& op, uint64_t stream);
   Tensor sum(size_t index, const Operation& op, Result w);
+  Tensor met_rounding(const ActivationRounding& how, ValueId activation, uint64_t stream);
   Tensor extreme(const Operation& op, Result w);
 
   const Program& program_;
@@ -89,6 +110,7 @@ class PerturbedRuns {
   std::vector<bool> activation_;
   std::vector<size_t> last_use_;  // per value: the index of the last op that reads it (outputs: past the end)
   std::vector<std::unique_ptr<SumTerms>> sums_;  // per op, computed at its first run
+  std::vector<std::optional<ActivationRounding>> meets_;  // per op: a contraction's x rounded to meet its weight
   // Per value, in the run at hand: for f32 values the deviation, for the others the
   // perturbed value; empty where the value is the reference's.
   std::vector<Tensor> shadow_;

@@ -42,7 +42,7 @@ std::string last_line(const std::string& tail) {
 }
 
 Json run_options_json(const EngineRunOptions& o) {
-  return {{"precision", precision_info(o.precision).name},
+  return {{"precision", o.precision.name()},
           {"format", model_format_name(o.format)},
           {"top_k", o.top_k},
           {"weights", o.weights.empty() ? "" : fs::absolute(o.weights).string()}};
@@ -51,7 +51,7 @@ Json run_options_json(const EngineRunOptions& o) {
 EngineRunOptions run_options_from_json(const Json& json, const std::string& source) {
   EngineRunOptions o;
   try {
-    o.precision = parse_precision(json_string(json, "precision", source));
+    o.precision = EnginePrecision::parse(json_string(json, "precision", source));
     o.format = parse_model_format(json_string(json, "format", source));
   } catch (const FormatError&) {
     throw;
@@ -87,7 +87,7 @@ EngineCaseResult write_reproducer(const EngineCommand& engine, const EngineFailu
   for (const OutputError& e : again.errors) report += "  " + output_error_text(e) + "\n";
   report += fmt::format("re-run: {}\nor by hand: {} run --model {} --format {} --precision {} --requests {} --out results.json\n",
                         command, engine.command, shell_quote(model), model_format_name(o.format),
-                        precision_info(o.precision).name, shell_quote((folder / "requests.json").string()));
+                        o.precision.name(), shell_quote((folder / "requests.json").string()));
   if (!again.stderr_tail.empty()) report += "engine stderr (tail):\n" + again.stderr_tail + "\n";
   write_file_atomic(f.reproducer / "report.txt", report);
   return again;
@@ -126,19 +126,22 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
   r.c = c;
   // cutcheck's part: the weights, the reference's expectations, the model file.
   const TensorMap weights = o.weights.empty() ? synthetic_weights(c.spec, c.weight_seed) : read_weights(o.weights, c.spec);
-  ReferenceRunner reference(c.spec, weights);
-  const Tolerance tolerance = Tolerance::bound(o.precision);
+  // A quantized model's reference runs on the weights as the file stores them.
+  ReferenceRunner reference(c.spec, o.precision.quantized() ? gguf_stored_weights(c.spec, weights, o.precision.file) : weights);
+  const Tolerance tolerance = Tolerance::bound(o.precision.compute);
+  BoundModel bound = tolerance.model();
+  bound.weight_meets = o.precision.weight_meets(c.spec);
   std::vector<RequestExpectation> expected;
   std::vector<std::vector<std::vector<int32_t>>> include;
   for (const EngineRequest& request : c.requests) {
-    expected.push_back(expect_request(reference, request, tolerance));
+    expected.push_back(expect_request(reference, request, bound));
     auto& mine = include.emplace_back();
     for (int64_t p : request.positions) mine.push_back({expected.back().at.at(p).next});
   }
   fs::create_directories(work);
   fs::path model;
   try {
-    model = write_engine_model(o.format, work / "model", c.spec, weights, weights_dtype(o.precision));
+    model = write_engine_model(o.format, work / "model", c.spec, weights, o.precision);
   } catch (const NotYet& e) {
     r.verdict = Verdict::unsupported;
     r.failure = fmt::format("the {} format cannot carry this model: {}", model_format_name(o.format), e.what());
@@ -152,7 +155,7 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
   // The engine's part: whatever goes wrong here is the engine's.
   const std::string command =
       fmt::format("{} run --model {} --format {} --precision {} --requests {} --out {}", engine.command,
-                  shell_quote(fs::absolute(model).string()), model_format_name(o.format), precision_info(o.precision).name,
+                  shell_quote(fs::absolute(model).string()), model_format_name(o.format), o.precision.name(),
                   shell_quote(fs::absolute(requests).string()), shell_quote(fs::absolute(out).string()));
   const ProcessResult p = run_process(command, engine.timeout, 8192);
   r.stderr_tail = p.stderr_tail;
@@ -289,7 +292,7 @@ Json engine_report_json(const EngineReport& report) {
               {"backend", report.engine},
               {"engine", report.description.to_json()},
               {"seed", o.seed},
-              {"tolerance", tolerance_json(Tolerance::bound(o.run.precision))},
+              {"tolerance", tolerance_json(Tolerance::bound(o.run.precision.compute))},
               {"options", options},
               {"run", {{"started", report.started}, {"host", report.host}, {"jobs", o.jobs}, {"shard", "1/1"},
                        {"seconds", report.seconds}}},

@@ -26,7 +26,7 @@ struct EngineCommand {
 };
 
 struct EngineRunOptions {
-  Precision precision = Precision::f32;
+  EnginePrecision precision;
   ModelFormat format = ModelFormat::cutcheck;
   int64_t top_k = 0;
   fs::path weights;  // with a fixed spec: given weights instead of seeded ones

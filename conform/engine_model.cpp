@@ -1,5 +1,7 @@
 #include "conform/engine_model.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "model/gguf_export.h"
 #include "model/hf_export.h"
@@ -12,7 +14,9 @@ fs::path engine_model_path(ModelFormat format, const fs::path& folder) {
 }
 
 fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights,
-                            DType dtype) {
+                            const EnginePrecision& precision) {
+  if (precision.quantized() && format != ModelFormat::gguf)
+    throw NotYet(fmt::format("the {} format holds no {} weights (GGUF does)", model_format_name(format), precision.name()));
   switch (format) {
     case ModelFormat::cutcheck:
       fs::create_directories(folder);
@@ -26,9 +30,9 @@ fs::path write_engine_model(ModelFormat format, const fs::path& folder, const Mo
         throw NotYet(e.what());
       }
       fs::create_directories(folder);
-      write_gguf(engine_model_path(format, folder), spec, weights, dtype);
+      write_gguf(engine_model_path(format, folder), spec, weights, precision.file);
       break;
-    case ModelFormat::hf: write_hf(folder, spec, weights, dtype); break;
+    case ModelFormat::hf: write_hf(folder, spec, weights, precision.spec_dtype()); break;
   }
   return engine_model_path(format, folder);
 }

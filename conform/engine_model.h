@@ -9,11 +9,13 @@ namespace cutcheck {
 
 // Writes the model under `folder` and returns the path to hand the engine: the folder
 // itself for `cutcheck` (spec.json + model.safetensors) and `hf`, a file in it for `gguf`.
-// The GGUF and Hugging Face files store the weights in `dtype` (the run's precision); the
-// cutcheck folder stores them as the spec says (generated specs have the run's dtype).
+// The GGUF and Hugging Face files store the weights as the run's precision says (a float
+// dtype, or for GGUF a quantized file type); the cutcheck folder stores them as the spec
+// says (generated specs have the run's dtype).
 fs::path engine_model_path(ModelFormat format, const fs::path& folder);
-// Throws NotYet for a spec the format cannot express (a knob GGUF's llama architecture lacks).
+// Throws NotYet for a spec the format cannot express (a knob GGUF's llama architecture lacks)
+// and for a quantized precision in a format other than GGUF.
 fs::path write_engine_model(ModelFormat format, const fs::path& folder, const ModelSpec& spec, const TensorMap& weights,
-                            DType dtype);
+                            const EnginePrecision& precision);
 
 }  // namespace cutcheck

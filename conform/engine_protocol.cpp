@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "model/spec_knobs.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 namespace {
@@ -60,13 +61,48 @@ ModelFormat parse_model_format(const std::string& name) {
   throw Error(fmt::format("unknown model format '{}' (cutcheck, gguf or hf)", name));
 }
 
-DType weights_dtype(Precision p) {
-  switch (p) {
-    case Precision::f32: return DType::f32;
-    case Precision::f16: return DType::f16;
-    case Precision::bf16: return DType::bf16;
+std::string EnginePrecision::name() const { return gguf_file_type_name(file); }
+
+bool EnginePrecision::quantized() const {
+  return file == GgufFileType::q8_0 || file == GgufFileType::q4_0 || file == GgufFileType::q4_k_m;
+}
+
+DType EnginePrecision::spec_dtype() const {
+  switch (file) {
+    case GgufFileType::f16: return DType::f16;
+    case GgufFileType::bf16: return DType::bf16;
+    default: return DType::f32;
   }
-  return DType::f32;
+}
+
+std::map<std::string, ActivationRounding> EnginePrecision::weight_meets(const ModelSpec& spec) const {
+  std::map<std::string, ActivationRounding> out;
+  if (!quantized()) return out;
+  const ActivationRounding q8_0{ActivationRounding::Kind::int8_blocks, 32, true}, q8_K{ActivationRounding::Kind::int8_blocks, 256, false},
+      f16{ActivationRounding::Kind::f16};
+  for (const WeightInfo& w : weight_layout(spec)) {
+    if (w.shape.size() != 2) continue;  // norms and biases are no contraction's
+    const GgufTensorType t = gguf_tensor_type(spec, w.name, file);
+    if (!t.quant) {
+      if (t.dtype == DType::f16) out.emplace(w.name, f16);
+      continue;
+    }
+    switch (*t.quant) {
+      case QuantFormat::q8_0:
+      case QuantFormat::q4_0: out.emplace(w.name, q8_0); break;
+      case QuantFormat::q4_K:
+      case QuantFormat::q6_K: out.emplace(w.name, q8_K); break;
+      case QuantFormat::i8_row: throw Error("a GGUF file holds no i8_row weights");
+    }
+  }
+  return out;
+}
+
+EnginePrecision EnginePrecision::parse(const std::string& name) {
+  EnginePrecision p;
+  p.file = parse_gguf_file_type(name, "precision");
+  p.compute = p.file == GgufFileType::f16 ? Precision::f16 : p.file == GgufFileType::bf16 ? Precision::bf16 : Precision::f32;
+  return p;
 }
 
 EngineDescription EngineDescription::from_json(const Json& json, const std::string& source) {
@@ -92,7 +128,7 @@ EngineDescription EngineDescription::from_json(const Json& json, const std::stri
   }
   for (const std::string& p : string_list(json, "precisions", source)) {
     try {
-      d.precisions.push_back(parse_precision(p));
+      d.precisions.push_back(EnginePrecision::parse(p));
     } catch (const Error& e) {
       throw FormatError(fmt::format("{}: precisions: {}", source, e.what()));
     }
@@ -143,7 +179,7 @@ EngineDescription EngineDescription::from_json(const Json& json, const std::stri
 Json EngineDescription::to_json() const {
   Json formats_json = Json::array(), precisions_json = Json::array(), styles = Json::array();
   for (ModelFormat f : formats) formats_json.push_back(model_format_name(f));
-  for (Precision p : precisions) precisions_json.push_back(precision_info(p).name);
+  for (const EnginePrecision& p : precisions) precisions_json.push_back(p.name());
   for (RopeStyle s : rope_styles) styles.push_back(rope_style_name(s));
   Json out = {{"format", engine_protocol}, {"name", name},          {"model_formats", formats_json},
               {"precisions", precisions_json}, {"max_context", max_context}, {"logprobs", max_top_k ? "top_k" : "full"},

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "bound/perturbed_runs.h"
 #include "bound/precision.h"
 #include "core/json.h"
+#include "model/gguf_export.h"
 #include "model/spec.h"
 
 namespace cutcheck {
@@ -22,13 +24,33 @@ enum class ModelFormat { cutcheck, gguf, hf };
 std::string model_format_name(ModelFormat f);
 ModelFormat parse_model_format(const std::string& name);  // throws Error naming the formats
 
-// The element type a run's model files store their weights in: the run's precision.
-DType weights_dtype(Precision p);
+// What an engine computes in (docs/engines.md, "Precisions"): a float precision (f32, f16,
+// bf16: the weights stored in it, the activations held to its bound), or a quantized model
+// (q8_0, q4_0, q4_k_m: the weights quantized as llama-quantize does, the reference run on
+// them as stored, the activations f32 but where they meet a stored weight in a contraction,
+// rounded there as llama.cpp's CPU matrix products round them).
+struct EnginePrecision {
+  Precision compute = Precision::f32;     // the activations' storage
+  GgufFileType file = GgufFileType::f32;  // the weights' storage (a GGUF file type)
+  std::string name() const;               // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"
+  bool quantized() const;
+  // Throws Error naming the precisions there are.
+  static EnginePrecision parse(const std::string& name);
+  // The dtype of a generated spec's weights: the float precision's, f32 for a quantized
+  // model (quantized from f32 weights).
+  DType spec_dtype() const;
+  // Per weight of `spec`, how the activation that meets it in a contraction is rounded: in a
+  // quantized model, as ggml's CPU backend converts it to the weight type's vec_dot_type
+  // (Q8_0 blocks beside Q8_0 and Q4_0 weights, Q8_K blocks beside Q4_K and Q6_K, f16 beside
+  // F16); none in a float one, whose activations the precision's bound holds already.
+  std::map<std::string, ActivationRounding> weight_meets(const ModelSpec& spec) const;
+  bool operator==(const EnginePrecision&) const = default;
+};
 
 struct EngineDescription {
   std::string name;
   std::vector<ModelFormat> formats;
-  std::vector<Precision> precisions;
+  std::vector<EnginePrecision> precisions;
   int64_t max_context = 0;
   int64_t max_top_k = 0;  // 0: full-vocabulary log-probabilities
   std::vector<RopeStyle> rope_styles{RopeStyle::interleaved, RopeStyle::half};

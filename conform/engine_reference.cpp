@@ -12,7 +12,7 @@
 
 namespace cutcheck {
 
-RequestExpectation expect_request(ReferenceRunner& reference, const EngineRequest& request, const Tolerance& tolerance) {
+RequestExpectation expect_request(ReferenceRunner& reference, const EngineRequest& request, const BoundModel& model) {
   const ModelSpec& spec = reference.spec();
   const int64_t n = int64_t(request.prompt.size());
   std::set<int64_t> needed(request.positions.begin(), request.positions.end());
@@ -36,7 +36,6 @@ RequestExpectation expect_request(ReferenceRunner& reference, const EngineReques
   pieces.push_back(Cut::batch_head(R));
   TensorMap values{{"tokens", Tensor::of_i32({R}, std::vector<int32_t>(sequence.begin(), sequence.begin() + R))},
                    {"pos", Tensor::scalar_i32(0)}};
-  const BoundModel model = tolerance.model();
   std::vector<std::unique_ptr<PerturbedRuns>> runs;
   for (const Cut& piece : pieces) {
     TensorMap in;

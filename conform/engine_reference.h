@@ -28,6 +28,7 @@ struct RequestExpectation {
   std::map<int64_t, PositionExpectation> at;  // the reported positions and those that generate
 };
 
-RequestExpectation expect_request(ReferenceRunner& reference, const EngineRequest& request, const Tolerance& tolerance);
+// `model` is the bound's: the run's precision, and how the engine rounds what meets its weights.
+RequestExpectation expect_request(ReferenceRunner& reference, const EngineRequest& request, const BoundModel& model);
 
 }  // namespace cutcheck

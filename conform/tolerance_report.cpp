@@ -1,6 +1,7 @@
 #include "conform/tolerance_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <rapidcheck.h>
 
 #include <algorithm>
@@ -342,7 +343,9 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           }
           continue;
         }
-        if (!failure.empty() && p.false_failures[s.name]++ == 0 && p.first_false_failure.empty())
+        if (failure.empty()) continue;
+        p.false_failure_cases.insert(int64_t(i));
+        if (p.false_failures[s.name]++ == 0 && p.first_false_failure.empty())
           p.first_false_failure = fmt::format("{} on case {}: {}: {}", s.name, i, c.str(), failure);
       }
       if (p.tolerance.bounded()) {
@@ -425,7 +428,11 @@ std::string tolerance_report_text(const ToleranceReport& r) {
                        percentile(p.logit_thresholds, 0.5), percentile(p.logit_thresholds, 1.0),
                        percentile(p.layer_thresholds, 0.5), percentile(p.layer_thresholds, 1.0),
                        p.layer_thresholds.size());
-    if (!p.first_false_failure.empty()) out += "  first false failure: " + p.first_false_failure + "\n";
+    if (!p.first_false_failure.empty()) {
+      out += "  first false failure: " + p.first_false_failure + "\n";
+      out += fmt::format("  cases with a false failure ({}): {}\n", p.false_failure_cases.size(),
+                         fmt::join(p.false_failure_cases, ", "));
+    }
     if (!p.first_unchecked.empty()) out += "  first case whose logits are not checked: " + p.first_unchecked + "\n";
   }
   return out;
@@ -451,6 +458,7 @@ Json tolerance_report_json(const ToleranceReport& r) {
                         {"worst_abs", p.worst_abs},
                         {"faults", faults},
                         {"first_false_failure", p.first_false_failure},
+                        {"false_failure_cases", p.false_failure_cases},
                         {"first_unchecked", p.first_unchecked},
                         {"elements", p.elements},
                         {"unbounded_elements", p.unbounded_elements},

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct PolicyFigures {
   std::map<std::string, double> headroom = {};
   std::map<std::string, double> worst_abs = {};  // the largest |got - want| of any output element
   std::string first_false_failure = {};  // the case and the failure, for a look
+  std::set<int64_t> false_failure_cases = {};  // the cases some correct backend fails (re-run one with --shard)
   std::string first_unchecked = {};      // the first case whose logits have no finite bound
   // Wrong backends.
   std::map<std::string, FaultFigures> faults = {};

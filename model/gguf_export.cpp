@@ -11,6 +11,7 @@
 #include "model/checkpoint_export.h"
 #include "model/gguf.h"
 #include "model/weights.h"
+#include "quant/dequantize.h"
 #include "quant/quantize.h"
 
 namespace cutcheck {
@@ -166,25 +167,29 @@ struct TensorEntry {
 
 // Writes entry `t` as the file stores it: a quantized tensor's rows by ggml's reference
 // quantizers, from the weight's f32 values.
+// The f32 weight `x` quantized row by row (its last dimension) by ggml's reference quantizer.
+std::vector<std::byte> quantized_rows(const std::string& weight, QuantFormat format, const Tensor& x) {
+  const int64_t cols = x.shape().back(), rows = x.elements() / cols, stride = row_bytes(format, cols);
+  std::vector<std::byte> out(size_t(rows * stride));
+  const float* values = x.as<float>().data();
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      quantize_row_reference(format, values + r * cols, cols, out.data() + r * stride);
+    } catch (const Error& e) {
+      throw InputError(fmt::format("GGUF export: weight '{}' ({}), row {}: {}", weight, ggml_type(format)->name, r,
+                                   e.what()));
+    }
+  }
+  return out;
+}
+
 void write_tensor(const FileSink& write, const ModelSpec& spec, const TensorMap& weights, const TensorEntry& t) {
   if (!t.stored.quant) {
     write(exported_weight(spec, weights, t.weight, RopeStyle::interleaved, t.values, t.stored.dtype).raw());
     return;
   }
-  const QuantFormat format = *t.stored.quant;
   const Tensor x = exported_weight(spec, weights, t.weight, RopeStyle::interleaved, DType::f32);
-  const int64_t cols = t.shape.back(), rows = x.elements() / cols, stride = row_bytes(format, cols);
-  std::vector<std::byte> out(size_t(t.bytes));
-  const float* values = reinterpret_cast<const float*>(x.raw().data());
-  for (int64_t r = 0; r < rows; ++r) {
-    try {
-      quantize_row_reference(format, values + r * cols, cols, out.data() + r * stride);
-    } catch (const Error& e) {
-      throw InputError(fmt::format("GGUF export: weight '{}' ({}), row {}: {}", t.weight, ggml_type(format)->name, r,
-                                   e.what()));
-    }
-  }
-  write(out);
+  write(quantized_rows(t.weight, *t.stored.quant, x));
 }
 
 }  // namespace
@@ -253,6 +258,30 @@ GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight
     if (cols % block_layout(*quant, cols).values != 0) return {std::nullopt, DType::f16};
   }
   return {quant, DType::f32};
+}
+
+TensorMap gguf_stored_weights(const ModelSpec& spec, const TensorMap& weights, GgufFileType type) {
+  if (!default_quant(type)) throw Error(fmt::format("gguf_stored_weights: {} is no quantized file type", gguf_file_type_name(type)));
+  check_weights(weights, spec, "weights to store");
+  TensorMap out;
+  for (const WeightInfo& w : weight_layout(spec)) {
+    const GgufTensorType stored = gguf_tensor_type(spec, w.name, type);
+    const std::string what = fmt::format("weight '{}'", w.name);
+    Tensor x = convert_weight(weights.at(w.name), DType::f32, what);
+    if (!stored.quant) {
+      out.insert_or_assign(w.name, convert_weight(convert_weight(x, stored.dtype, what), DType::f32, what));
+      continue;
+    }
+    // Each row's blocks are its own, so the rows' order in the file does not matter here.
+    const QuantFormat format = *stored.quant;
+    const int64_t cols = w.shape.back(), rows = x.elements() / cols, stride = row_bytes(format, cols);
+    const std::vector<std::byte> blocks = quantized_rows(w.name, format, x);
+    Tensor back = Tensor::uninitialized(x.type());
+    float* to = back.as_mut<float>().data();
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(format, blocks.data() + r * stride, cols, to + r * cols);
+    out.insert_or_assign(w.name, std::move(back));
+  }
+  return out;
 }
 
 void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, GgufFileType type) {

@@ -57,6 +57,12 @@ struct GgufTensorType {
 };
 GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight, GgufFileType type);
 
+// The weights as a file of a quantized `type` stores them, read back to f32: quantized rows
+// dequantized (quant/dequantize.h), the fallback F16 rows rounded to f16, the norms as they
+// are. What an engine loading the file multiplies by, and so what the reference runs on.
+// Throws Error for a float type.
+TensorMap gguf_stored_weights(const ModelSpec& spec, const TensorMap& weights, GgufFileType type);
+
 // Writes `out` atomically (nothing is left on a failure), streaming one tensor at a time.
 // `weights` are the spec's (checked against its layout); `type` is the file's.
 void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& weights, GgufFileType type);

@@ -18,6 +18,8 @@
 #include "harness/variants.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -198,6 +200,52 @@ TEST(ErrorBounds, RoundingIsDrawnAtTheBackendsValue) {
     const float d = runs.run(r, {{"s", moved}}).at("e").as<float>()[1];
     EXPECT_NEAR(d, 1.0, 0.05) << "run " << r;  // exp(0) - exp(-2000)
   }
+}
+
+// A backend that multiplies a quantized weight rounds the activation to 8-bit blocks first
+// (llama.cpp: Q8_0 beside Q4_0 weights). The bound with that rounding declared holds the
+// product of the activation quantized by ggml's own rule (quant/quantize.h) in every row;
+// the plain f32 bound does not.
+TEST(ErrorBounds, ActivationsRoundedToMeetAQuantizedWeightAreHeld) {
+  const int64_t rows = 8, K = 64, N = 16;
+  Builder b("projection");
+  const ValueId x = b.input("x", {DType::f32, {rows, K}}), w = b.weight("w", {DType::f32, {N, K}});
+  b.output("y", b.dot(x, w, {1}, {1}, "y"));
+  const Program program = b.finish();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> xs(size_t(rows * K)), ws(size_t(N * K));
+  for (float& v : xs) v = normal(rng);
+  for (float& v : ws) v = normal(rng);
+  Executable run(program, {{"w", Tensor::of_f32({N, K}, ws)}});
+  run.run({{"x", Tensor::of_f32({rows, K}, xs)}});
+  // The activation as the backend has it: each row quantized to Q8_0 and read back.
+  std::vector<float> met(xs.size());
+  std::vector<std::byte> blocks(size_t(row_bytes(QuantFormat::q8_0, K)));
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row_reference(QuantFormat::q8_0, xs.data() + r * K, K, blocks.data());
+    dequantize_row(QuantFormat::q8_0, blocks.data(), K, met.data() + r * K);
+  }
+  auto bound = [&](bool declared) {
+    BoundModel model{Precision::f32};
+    if (declared) model.weight_meets["w"] = {ActivationRounding::Kind::int8_blocks, 32, true};
+    return ErrorBounds(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, model).outputs().at("y");
+  };
+  const Tensor declared = bound(true), plain = bound(false);
+  const auto want = run.value(*program.find("y")).as<float>();
+  double worst_declared = 0, worst_plain = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double got = 0;
+      for (int64_t k = 0; k < K; ++k) got += double(met[size_t(r * K + k)]) * ws[size_t(n * K + k)];
+      const size_t i = size_t(r * N + n);
+      const double err = std::abs(got - want[i]);
+      worst_declared = std::max(worst_declared, err / declared.as<float>()[i]);
+      worst_plain = std::max(worst_plain, err / plain.as<float>()[i]);
+    }
+  EXPECT_LE(worst_declared, 1.0);
+  EXPECT_GT(worst_declared, 0.05);  // and not by a mile
+  EXPECT_GT(worst_plain, 1.0);
 }
 
 // A result that may lie past f16's range (65504) has no bound under f16: a correct f16

@@ -77,8 +77,9 @@ TEST(OpTable, ScalarFactsHoldOnSampleValues) {
         EXPECT_TRUE(std::bit_cast<uint64_t>(r) == std::bit_cast<uint64_t>(s) || (std::isnan(r) && std::isnan(s)))
             << info.name << " commutes";
       }
-      if (info.rounding == Rounding::exact && !std::isnan(r))
+      if (info.rounding == Rounding::exact && !std::isnan(r)) {
         EXPECT_TRUE(r == a[i] || r == b[i] || r == -a[i]) << info.name << " is exact";
+      }
     }
   }
 }

@@ -101,8 +101,8 @@ void add_conform_engine(CLI::App& app) {
     std::optional<ModelSpec> spec;
     if (a->spec != "random") spec = load_spec(a->spec);
     if (!a->weights.empty() && !spec) throw Error("--weights needs --spec");
-    std::optional<Precision> precision;
-    if (!a->precision.empty()) precision = parse_precision(a->precision);
+    std::optional<EnginePrecision> precision;
+    if (!a->precision.empty()) precision = EnginePrecision::parse(a->precision);
     std::optional<ModelFormat> format;
     if (!a->format.empty()) format = parse_model_format(a->format);
 
@@ -125,7 +125,7 @@ void add_conform_engine(CLI::App& app) {
     o.run.weights = a->weights;
     o.space.spec = spec;
     o.space.given_weights = !a->weights.empty();
-    o.space.dtype = weights_dtype(o.run.precision);
+    o.space.dtype = o.run.precision.spec_dtype();
     o.space.ctx_max = a->ctx_max;
     o.space.requests = a->requests;
     o.space.steps_max = a->steps;
@@ -144,7 +144,7 @@ void add_conform_engine(CLI::App& app) {
       if (done == planned) fmt::print(stderr, "\n");
     };
     fmt::print(stderr, "engine: {} ({} model, {}{})\n", d.name, model_format_name(o.run.format),
-               precision_info(o.run.precision).name, o.run.top_k ? fmt::format(", top {}", o.run.top_k) : "");
+               o.run.precision.name(), o.run.top_k ? fmt::format(", top {}", o.run.top_k) : "");
     const EngineReport report = conform_engine(engine, d, o);
     const Json json = engine_report_json(report);
     fmt::print("{}", summary_table(json));

@@ -3,12 +3,13 @@
 //   node run.mjs [OPTIONS] describe
 //   node run.mjs [OPTIONS] run --model M.gguf --format gguf --precision P --requests REQ --out OUT
 // OPTIONS (before the verb, so that they belong to the engine command conform-engine is
-// given): --fault late (a planted fault), --kv-cache f32|f16|bf16 (the KV cache's type
+// given): --fault late|scale (planted faults), --kv-cache f32|f16|bf16 (the KV cache's type
 // instead of the precision's), --threads N (instead of 1).
 // It hands llama.cpp token ids only: the GGUF's vocabulary is synthetic (cutcheck
 // export-gguf), and no text is ever tokenized. Exit 0 with the answer written, 77 for a
 // model it does not run, 2 on any other error (with a message on stderr).
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 const FORMAT = 'cutcheck-engine-1';
@@ -17,12 +18,16 @@ const VERSION = '3.21.1';  // node-llama-cpp, pinned in package.json
 // campaign on a shared CI machine takes one core (docs/llamacpp.md has the measurements).
 const DEFAULT_THREADS = 1;
 // The KV cache's element type per precision: f32 keeps keys and values as computed;
-// f16 and bf16 store them as llama.cpp does by default for such models.
-const KV_CACHE_TYPE = { f32: 'F32', f16: 'F16', bf16: 'BF16' };
+// f16 and bf16 store them as llama.cpp does by default for such models. Quantized models
+// (q8_0, q4_0, q4_k_m: cutcheck hands a GGUF file llama-quantize's recipe would write)
+// keep the cache in f32, so that what is held is the weights' and their activations' rounding.
+const KV_CACHE_TYPE = { f32: 'F32', f16: 'F16', bf16: 'BF16', q8_0: 'F32', q4_0: 'F32', q4_k_m: 'F32' };
 // Planted faults, for showing that conform-engine catches and shrinks a wrong engine:
 // `late` evaluates every prompt one position late (its first token twice), as an engine
-// that forgets to drop a BOS token it added would.
-const FAULTS = ['late'];
+// that forgets to drop a BOS token it added would; `scale` loads a quantized model with
+// the first block of blk.0.attn_q.weight scaled by its neighbour's scale, as a kernel that
+// indexes the scales one block off would.
+const FAULTS = ['late', 'scale'];
 
 class Failure extends Error {
   constructor(message, code = 2) {
@@ -55,7 +60,7 @@ function parseArgs(argv) {
     if (i !== argv.length) throw new Failure(`describe takes no arguments (got '${argv[i]}')`);
     return args;
   }
-  if (args.verb !== 'run') throw new Failure(`usage: cutcheck-llamacpp [--fault late] [--kv-cache T] [--threads N] describe | run --model M --format gguf --precision P --requests REQ --out OUT`);
+  if (args.verb !== 'run') throw new Failure(`usage: cutcheck-llamacpp [--fault late|scale] [--kv-cache T] [--threads N] describe | run --model M --format gguf --precision P --requests REQ --out OUT`);
   const keys = ['--model', '--format', '--precision', '--requests', '--out'];
   for (; i < argv.length; i += 2) {
     if (!keys.includes(argv[i]) || argv[i + 1] === undefined) throw new Failure(`run: unknown option or missing value at '${argv[i]}'`);
@@ -73,7 +78,7 @@ function describe(args) {
     format: FORMAT,
     name: `llama.cpp via node-llama-cpp ${VERSION} (CPU, ${notes.join(', ')})`,
     model_formats: ['gguf'],
-    precisions: ['f32', 'f16', 'bf16'],
+    precisions: Object.keys(KV_CACHE_TYPE),
     max_context: 512,
     logprobs: 'full',
   };
@@ -102,6 +107,48 @@ function readRequests(file) {
       throw new Failure(at(`positions must increase, each in [0, ${last})`));
   });
   return doc;
+}
+
+// Where each quantized type keeps a block's f16 scale, and its block size in bytes (ggml's
+// block_q4_0, block_q5_0, block_q8_0, block_q4_K, block_q6_K; ggml_type ids).
+const BLOCK_SCALE = { 2: { bytes: 18, at: 0 }, 6: { bytes: 22, at: 0 }, 8: { bytes: 34, at: 0 }, 12: { bytes: 144, at: 0 }, 14: { bytes: 210, at: 208 } };
+
+// The GGUF file `bytes` with the first block of tensor `name` given its neighbour's scale.
+function neighbourScale(bytes, name) {
+  let at = 0;
+  const u32 = () => { const v = bytes.readUInt32LE(at); at += 4; return v; };
+  const u64 = () => { const v = Number(bytes.readBigUInt64LE(at)); at += 8; return v; };
+  const str = () => { const n = u64(); const v = bytes.toString('utf8', at, at + n); at += n; return v; };
+  const SIZES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  const skip = (type) => {
+    if (type === 8) str();
+    else if (type === 9) { const inner = u32(); const n = u64(); for (let i = 0; i < n; ++i) skip(inner); }
+    else if (type in SIZES) at += SIZES[type];
+    else throw new Failure(`--fault scale: metadata value type ${type} unknown`);
+  };
+  if (bytes.toString('latin1', 0, 4) !== 'GGUF') throw new Failure('--fault scale: the model is no GGUF file');
+  at = 8;
+  const tensors = u64(), keys = u64();
+  let alignment = 32;
+  for (let k = 0; k < keys; ++k) {
+    const key = str(), type = u32();
+    if (key === 'general.alignment' && type === 4) alignment = bytes.readUInt32LE(at);
+    skip(type);
+  }
+  let target = null;
+  for (let t = 0; t < tensors; ++t) {
+    const tname = str(), dims = u32();
+    at += 8 * dims;
+    const type = u32(), offset = u64();
+    if (tname === name) target = { type, offset };
+  }
+  if (!target || !(target.type in BLOCK_SCALE)) throw new Failure(`--fault scale: ${name} is not a quantized tensor of the model`, 77);
+  const data = Math.ceil(at / alignment) * alignment;
+  const { bytes: size, at: scale } = BLOCK_SCALE[target.type];
+  const out = Buffer.from(bytes);
+  const first = data + target.offset + scale;
+  out.writeUInt16LE(bytes.readUInt16LE(first + size), first);
+  return out;
 }
 
 // The arg-max of a probability map (the lowest token on an exact tie).
@@ -149,7 +196,7 @@ async function answer(sequence, request, vocab, fault) {
 
 async function run(args) {
   if (args.format !== 'gguf') throw new Failure(`--format '${args.format}': this engine loads gguf only`, 77);
-  if (!(args.precision in KV_CACHE_TYPE)) throw new Failure(`--precision '${args.precision}': choose f32, f16 or bf16`, 77);
+  if (!(args.precision in KV_CACHE_TYPE)) throw new Failure(`--precision '${args.precision}': choose ${Object.keys(KV_CACHE_TYPE).join(', ')}`, 77);
   const doc = readRequests(args.requests);
   if (!fs.statSync(args.model, { throwIfNoEntry: false })?.isFile()) throw new Failure(`--model '${args.model}' is not a file`);
   const { getLlama, LlamaLogLevel, LlamaModel } = await import('node-llama-cpp');
@@ -159,7 +206,18 @@ async function run(args) {
   // (a JavaScript error, which that check catches).
   LlamaModel.prototype.tokenize = () => { throw new Error('cutcheck-llamacpp evaluates token ids only'); };
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-  const model = await llama.loadModel({ modelPath: args.model, gpuLayers: 0 });
+  let modelPath = args.model, faulted = null;
+  if (args.fault === 'scale') {  // a copy of the model with the fault in it; the model's own file is an input
+    faulted = fs.mkdtempSync(path.join(os.tmpdir(), 'cutcheck-llamacpp-'));
+    modelPath = path.join(faulted, 'model.gguf');
+    fs.writeFileSync(modelPath, neighbourScale(fs.readFileSync(args.model), 'blk.0.attn_q.weight'));
+  }
+  let model;
+  try {
+    model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+  } finally {
+    if (faulted) fs.rmSync(faulted, { recursive: true, force: true });
+  }
   const longest = Math.max(2, ...doc.requests.map((r) => r.prompt.length + r.steps + 1));
   const context = await model.createContext({
     contextSize: longest,
