@@ -36,6 +36,9 @@ struct EngineCaseSpace {
   std::optional<ModelSpec> spec;  // fixed; random within the description when unset
   bool given_weights = false;
   DType dtype = DType::f32;       // random specs' weights: the run's precision
+  // Random specs' dim and ffn rounded up to a multiple of this: a quantized model's rows
+  // then hold whole blocks of its type (EnginePrecision::block_values).
+  int64_t row_multiple = 1;
   int64_t ctx_max = 256;          // longest prompt + steps, further bounded by the engine's max_context
   int requests = 3;               // at most this many requests per case
   int steps_max = 4;

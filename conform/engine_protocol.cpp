@@ -89,13 +89,18 @@ std::map<std::string, ActivationRounding> EnginePrecision::weight_meets(const Mo
     }
     switch (*t.quant) {
       case QuantFormat::q8_0:
-      case QuantFormat::q4_0: out.emplace(w.name, q8_0); break;
+      case QuantFormat::q4_0:
+      case QuantFormat::q5_0: out.emplace(w.name, q8_0); break;
       case QuantFormat::q4_K:
       case QuantFormat::q6_K: out.emplace(w.name, q8_K); break;
       case QuantFormat::i8_row: throw Error("a GGUF file holds no i8_row weights");
     }
   }
   return out;
+}
+
+int64_t EnginePrecision::block_values() const {
+  return file == GgufFileType::q4_k_m ? 256 : quantized() ? 32 : 1;
 }
 
 EnginePrecision EnginePrecision::parse(const std::string& name) {

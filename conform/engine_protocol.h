@@ -39,9 +39,12 @@ struct EnginePrecision {
   // The dtype of a generated spec's weights: the float precision's, f32 for a quantized
   // model (quantized from f32 weights).
   DType spec_dtype() const;
+  // Values per block of the file type's own quantized type (32 for q8_0 and q4_0, 256 for
+  // q4_k_m's K-quants), 1 for a float precision.
+  int64_t block_values() const;
   // Per weight of `spec`, how the activation that meets it in a contraction is rounded: in a
   // quantized model, as ggml's CPU backend converts it to the weight type's vec_dot_type
-  // (Q8_0 blocks beside Q8_0 and Q4_0 weights, Q8_K blocks beside Q4_K and Q6_K, f16 beside
+  // (Q8_0 blocks beside Q8_0, Q4_0 and Q5_0 weights, Q8_K blocks beside Q4_K and Q6_K, f16 beside
   // F16); none in a float one, whose activations the precision's bound holds already.
   std::map<std::string, ActivationRounding> weight_meets(const ModelSpec& spec) const;
   bool operator==(const EnginePrecision&) const = default;

@@ -25,7 +25,7 @@ DType stored_dtype(const StoredTensor& s, const std::string& where) {
   if (s.dtype == "BF16") return DType::bf16;
   if (s.dtype == "F16") return DType::f16;
   throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16, BF16 and, from GGUF, "
-                                "Q8_0, Q4_0, Q4_K and Q6_K)",
+                                "Q8_0, Q4_0, Q5_0, Q4_K and Q6_K)",
                                 where, s.dtype));
 }
 

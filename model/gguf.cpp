@@ -166,7 +166,7 @@ uint64_t stored_size(const StoredTensor& stored, uint32_t type, const std::strin
     }
   }
   if (type != 0 && type != 1 && type != 30)
-    throw FormatError(fmt::format("{}: {} is {}; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K tensors",
+    throw FormatError(fmt::format("{}: {} is {}; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K tensors",
                                   source, what, stored.dtype));
   try {
     return checked_mul(uint64_t(element_count(shape)), type == 0 ? 4u : 2u, what);

@@ -249,11 +249,7 @@ GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight
   }
   // tensor_type_fallback: rows that are not whole blocks of the type chosen.
   if (cols % block_layout(*quant, cols).values != 0) {
-    if (*quant == QuantFormat::q4_K)
-      throw Error(fmt::format("GGUF export ({}): weight '{}' has rows of {} values, not whole 256-value blocks of "
-                              "Q4_K; llama.cpp's recipe stores it as Q5_0, which cutcheck does not write (q8_0 and "
-                              "q4_0 take any shape)",
-                              gguf_file_type_name(type), weight, cols));
+    if (*quant == QuantFormat::q4_K) quant = QuantFormat::q5_0;
     if (*quant == QuantFormat::q6_K) quant = QuantFormat::q8_0;
     if (cols % block_layout(*quant, cols).values != 0) return {std::nullopt, DType::f16};
   }

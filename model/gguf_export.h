@@ -47,10 +47,9 @@ GgufFileType gguf_file_type(DType dtype);  // f32, f16 or bf16
 //   - q4_k_m's attn_v (wv) and ffn_down (w2) of layer i of n: Q6_K when use_more_bits(i, n),
 //     that is i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2; else Q4_K;
 //   - every other matrix: the file type's own (Q8_0, Q4_0, Q4_K);
-// then tensor_type_fallback for rows that are not whole blocks of that type: Q6_K falls back
-// to Q8_0, and a row that is not whole 32-value blocks to F16. llama.cpp falls back from Q4_K
-// to Q5_0, which cutcheck does not write: that weight is refused (Error naming it). For Q8_0
-// and Q4_0 llama.cpp has no fallback (it refuses the file); cutcheck takes its last one, F16.
+// then tensor_type_fallback for rows that are not whole blocks of that type: Q4_K falls back
+// to Q5_0, Q6_K to Q8_0, and a row that is not whole 32-value blocks to F16. For Q8_0 and
+// Q4_0 llama.cpp has no fallback (it refuses the file); cutcheck takes its last one, F16.
 struct GgufTensorType {
   std::optional<QuantFormat> quant;
   DType dtype = DType::f32;  // when not quantized

@@ -135,7 +135,7 @@ void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_
   }
   if (through) {
     if (!ggml_type(*through))
-      throw Error(fmt::format("weights quantized through {}: only ggml's block formats (q8_0, q4_0, q4_K, q6_K)",
+      throw Error(fmt::format("weights quantized through {}: only ggml's block formats (q8_0, q4_0, q5_0, q4_K, q6_K)",
                               quant_format_name(*through)));
     if (spec.dtype != DType::f32)
       throw Error(fmt::format("weights quantized through {} are f32, but spec '{}' is {}", quant_format_name(*through),

@@ -11,6 +11,7 @@ std::string_view quant_format_name(QuantFormat format) {
   switch (format) {
     case QuantFormat::q8_0: return "q8_0";
     case QuantFormat::q4_0: return "q4_0";
+    case QuantFormat::q5_0: return "q5_0";
     case QuantFormat::q4_K: return "q4_K";
     case QuantFormat::q6_K: return "q6_K";
     case QuantFormat::i8_row: return "i8_row";
@@ -32,6 +33,7 @@ std::optional<GgmlType> ggml_type(QuantFormat format) {
   switch (format) {
     case QuantFormat::q8_0: return GgmlType{"Q8_0", 8};
     case QuantFormat::q4_0: return GgmlType{"Q4_0", 2};
+    case QuantFormat::q5_0: return GgmlType{"Q5_0", 6};
     case QuantFormat::q4_K: return GgmlType{"Q4_K", 12};
     case QuantFormat::q6_K: return GgmlType{"Q6_K", 14};
     case QuantFormat::i8_row: break;
@@ -49,6 +51,7 @@ BlockLayout block_layout(QuantFormat format, int64_t row_length) {
   switch (format) {
     case QuantFormat::q8_0: return {32, 34};
     case QuantFormat::q4_0: return {32, 18};
+    case QuantFormat::q5_0: return {32, 22};
     case QuantFormat::q4_K: return {256, 144};
     case QuantFormat::q6_K: return {256, 210};
     case QuantFormat::i8_row: return {row_length, row_bytes(format, row_length)};

@@ -1,5 +1,5 @@
-// Quantized weight formats: ggml's block formats Q8_0, Q4_0, Q4_K and Q6_K byte for byte as
-// ggml stores them (the structs block_q8_0, block_q4_0, block_q4_K and block_q6_K of
+// Quantized weight formats: ggml's block formats Q8_0, Q4_0, Q5_0, Q4_K and Q6_K byte for byte as
+// ggml stores them (the structs block_q8_0, block_q4_0, block_q5_0, block_q4_K and block_q6_K of
 // ggml/src/ggml-common.h), and i8_row, int8 values with one f32 scale per row as int8
 // kernels outside GGUF use. A row of a tensor is a whole number of blocks: blocks never
 // straddle rows. Multi-byte fields are little-endian; "f16" is IEEE binary16.
@@ -14,6 +14,14 @@
 //   bytes 2-17  16 bytes of nibbles: byte j holds q[j] in its low nibble and q[j + 16] in its
 //               high nibble (values 0..15)
 //   value i = d * (q[i] - 8)
+//
+// Q5_0: 32 values in 22 bytes (block_q5_0); llama-quantize's fallback for Q4_K rows that
+// are not whole 256-value super-blocks.
+//   bytes 0-1   d, f16
+//   bytes 2-5   qh, a little-endian uint32: bit i is the fifth (high) bit of q[i]
+//   bytes 6-21  16 bytes of nibbles: byte j holds the low 4 bits of q[j] in its low nibble and
+//               of q[j + 16] in its high nibble (q in 0..31)
+//   value i = d * (q[i] - 16)
 //
 // Q4_K: a super-block of 256 values in 144 bytes (block_q4_K): eight sub-blocks of 32, each
 // with a 6-bit scale sc[j] and a 6-bit min m[j].
@@ -47,7 +55,7 @@
 //   bytes 4..n+3   q[0..n-1], int8
 //   value i = s * q[i]
 //
-// Every product above is exact in f32 for Q8_0, Q4_0 and Q6_K (an 11-bit f16 significand
+// Every product above is exact in f32 for Q8_0, Q4_0, Q5_0 and Q6_K (an 11-bit f16 significand
 // times integers of at most 12 significant bits together). Q4_K's two products are exact too and their
 // difference is rounded once (to nearest, ties to even), as ggml's dequantize_row_q4_K
 // computes it; i8_row's product is rounded once (and overflows to infinity beyond f32's range). So every value is the f32 nearest to the
@@ -61,17 +69,17 @@
 
 namespace cutcheck {
 
-enum class QuantFormat : uint8_t { q8_0, q4_0, q4_K, q6_K, i8_row };
+enum class QuantFormat : uint8_t { q8_0, q4_0, q5_0, q4_K, q6_K, i8_row };
 
-inline constexpr QuantFormat all_quant_formats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_K,
-                                                    QuantFormat::q6_K, QuantFormat::i8_row};
+inline constexpr QuantFormat all_quant_formats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q5_0,
+                                                    QuantFormat::q4_K, QuantFormat::q6_K, QuantFormat::i8_row};
 
-// ggml's spelling ("q8_0", "q4_0", "q4_K", "q6_K") and "i8_row".
+// ggml's spelling ("q8_0", "q4_0", "q5_0", "q4_K", "q6_K") and "i8_row".
 std::string_view quant_format_name(QuantFormat format);
 bool parse_quant_format(std::string_view name, QuantFormat& out);
 
-// ggml's name of each ggml format (ggml_type_name: "Q8_0", "Q4_0", "Q4_K", "Q6_K") and its
-// enum ggml_type value (ggml/include/ggml.h: 8, 2, 12, 14), as GGUF files store and name
+// ggml's name of each ggml format (ggml_type_name: "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q6_K") and
+// its enum ggml_type value (ggml/include/ggml.h: 8, 2, 6, 12, 14), as GGUF files store and name
 // it. i8_row is no ggml type.
 struct GgmlType {
   std::string_view name;

@@ -41,6 +41,16 @@ void q4_0_block(const std::byte* b, int64_t block, float* y) {
   }
 }
 
+void q5_0_block(const std::byte* b, int64_t block, float* y) {
+  const float d = f16_scale(QuantFormat::q5_0, b + q5_0_d, block, "d");
+  const uint32_t qh = load_u32(b + q5_0_qh);
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t pair = byte_at(b, q5_0_q + j);
+    y[j] = float(int((pair & 15) | (qh >> j & 1) << 4) - 16) * d;
+    y[j + 16] = float(int((pair >> 4) | (qh >> (j + 16) & 1) << 4) - 16) * d;
+  }
+}
+
 void q4_K_block(const std::byte* b, int64_t block, float* y) {
   const float d = f16_scale(QuantFormat::q4_K, b + q4_K_d, block, "d");
   const float dmin = f16_scale(QuantFormat::q4_K, b + q4_K_dmin, block, "dmin");
@@ -87,6 +97,7 @@ void dequantize_row(QuantFormat format, const std::byte* blocks, int64_t n, floa
   switch (format) {
     case QuantFormat::q8_0: one_block = q8_0_block; break;
     case QuantFormat::q4_0: one_block = q4_0_block; break;
+    case QuantFormat::q5_0: one_block = q5_0_block; break;
     case QuantFormat::q4_K: one_block = q4_K_block; break;
     case QuantFormat::q6_K: one_block = q6_K_block; break;
     case QuantFormat::i8_row: break;

@@ -1,5 +1,5 @@
 // Quantized rows to f32, each value exactly as quant/blocks.h defines it and bit for bit as
-// ggml's dequantize_row_q8_0, _q4_0, _q4_K and _q6_K compute it.
+// ggml's dequantize_row_q8_0, _q4_0, _q5_0, _q4_K and _q6_K compute it.
 #pragma once
 
 #include <cstddef>

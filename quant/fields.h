@@ -13,6 +13,7 @@ namespace cutcheck::quant_fields {
 // Byte offsets within a block.
 inline constexpr int q8_0_d = 0, q8_0_q = 2;
 inline constexpr int q4_0_d = 0, q4_0_q = 2;
+inline constexpr int q5_0_d = 0, q5_0_qh = 2, q5_0_q = 6;
 inline constexpr int q4_K_d = 0, q4_K_dmin = 2, q4_K_scales = 4, q4_K_q = 16;
 inline constexpr int q6_K_ql = 0, q6_K_qh = 128, q6_K_scales = 192, q6_K_d = 208;
 inline constexpr int i8_row_scale = 0, i8_row_q = 4;
@@ -26,15 +27,18 @@ inline void store_u16(std::byte* p, uint16_t v) {
   p[1] = std::byte(v >> 8);
 }
 
-inline float load_f32(const std::byte* p) {
-  return std::bit_cast<float>(uint32_t(byte_at(p, 0)) | uint32_t(byte_at(p, 1)) << 8 | uint32_t(byte_at(p, 2)) << 16 |
-                              uint32_t(byte_at(p, 3)) << 24);
+inline uint32_t load_u32(const std::byte* p) {
+  return uint32_t(byte_at(p, 0)) | uint32_t(byte_at(p, 1)) << 8 | uint32_t(byte_at(p, 2)) << 16 |
+         uint32_t(byte_at(p, 3)) << 24;
 }
 
-inline void store_f32(std::byte* p, float value) {
-  const uint32_t v = std::bit_cast<uint32_t>(value);
+inline void store_u32(std::byte* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = std::byte((v >> (8 * i)) & 0xff);
 }
+
+inline float load_f32(const std::byte* p) { return std::bit_cast<float>(load_u32(p)); }
+
+inline void store_f32(std::byte* p, float value) { store_u32(p, std::bit_cast<uint32_t>(value)); }
 
 // Sub-block j's 6-bit scale and min in Q4_K's 12 packed bytes (ggml's get_scale_min_k4).
 struct ScaleMin {

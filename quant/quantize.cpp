@@ -70,6 +70,28 @@ void q4_0_block(const float* x, int64_t block, std::byte* out) {
   for (int j = 0; j < 16; ++j) out[q4_0_q + j] = std::byte(q4_0_code(x[j], id) | q4_0_code(x[j + 16], id) << 4);
 }
 
+// quantize_row_q5_0_ref for one block: Q4_0's rule with 5-bit codes, d = max / -16; the codes'
+// low nibbles packed as Q4_0's, their fifth bits in qh.
+void q5_0_block(const float* x, int64_t block, std::byte* out) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16(out + q5_0_d, f16_scale(d, QuantFormat::q5_0, block, "d"));
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int low = q5_0_code(x[j], id), high = q5_0_code(x[j + 16], id);
+    out[q5_0_q + j] = std::byte((low & 15) | (high & 15) << 4);
+    qh |= uint32_t(low >> 4) << j | uint32_t(high >> 4) << (j + 16);
+  }
+  store_u32(out + q5_0_qh, qh);
+}
+
 // make_qkx2_quants as quantize_row_q4_K_ref calls it (n 32, nmax 15, rmin -1, rdelta 0.1,
 // nstep 20, squared error): fits x ~ scale * L - offset with L in 0..15 and offset >= 0 by
 // weighted least squares over 21 trial scales. Returns the scale; writes L and the offset.
@@ -298,6 +320,7 @@ void quantize_row_reference(QuantFormat format, const float* x, int64_t n, std::
   switch (format) {
     case QuantFormat::q8_0: one_block = q8_0_block; break;
     case QuantFormat::q4_0: one_block = q4_0_block; break;
+    case QuantFormat::q5_0: one_block = q5_0_block; break;
     case QuantFormat::q4_K: one_block = q4_K_block; break;
     case QuantFormat::q6_K: one_block = q6_K_block; break;
     case QuantFormat::i8_row: break;

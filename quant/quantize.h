@@ -1,5 +1,5 @@
 // f32 rows to quantized blocks by ggml's reference quantizers, byte for byte:
-// quantize_row_q8_0_ref, quantize_row_q4_0_ref, quantize_row_q4_K_ref and
+// quantize_row_q8_0_ref, quantize_row_q4_0_ref, quantize_row_q5_0_ref, quantize_row_q4_K_ref and
 // quantize_row_q6_K_ref (ggml/src/ggml-quants.c), the ones llama-quantize uses without an
 // importance matrix. i8_row follows Q8_0's rule with the scale kept in f32.
 #pragma once

@@ -29,4 +29,7 @@ inline int8_t q8_0_code(float x, float id) { return std::isfinite(id) ? int8_t(s
 // overflowed inverse scale gives 0, as for Q8_0.
 inline int q4_0_code(float x, float id) { return std::isfinite(id) ? std::min(15, int(x * id + 8.5f)) : 0; }
 
+// Q5_0's code (0..31) for x given id = 1 / d, where d = max / -16: as Q4_0's, about 16.
+inline int q5_0_code(float x, float id) { return std::isfinite(id) ? std::min(31, int(x * id + 16.5f)) : 0; }
+
 }  // namespace cutcheck::quant_rounding

@@ -2,7 +2,7 @@
 // shared library (llama.cpp's, as node-llama-cpp ships it): the same f32 rows quantized by
 // ggml_quantize_chunk (without an importance matrix, as llama-quantize calls it) and by
 // quantize_row_reference give the same bytes, and ggml's dequantize_row_* and cutcheck's
-// dequantize_row give the same f32 bits, for Q8_0, Q4_0, Q4_K and Q6_K; f32_to_f16 agrees
+// dequantize_row give the same f32 bits, for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K; f32_to_f16 agrees
 // with ggml_fp32_to_fp16. Rows cutcheck refuses (values too large for the format) are
 // counted, and ggml's block for them is checked to carry an infinite scale or a
 // non-finite fit.
@@ -123,6 +123,13 @@ std::vector<std::pair<std::string, RowMaker>> kinds() {
                    x[b + r.next() % 32] = -8.0f * unit;
                  }
                }});
+  k.push_back({"ties: max = -16 x 2^e, the rest multiples of 2^(e-1)", [](SplitMix64& r, std::vector<float>& x) {
+                 for (size_t b = 0; b < x.size(); b += 32) {
+                   const float unit = std::ldexp(1.0f, int(r.next() % 21) - 10);
+                   for (size_t i = b; i < b + 32; ++i) x[i] = float(int(r.next() % 63) - 31) * 0.5f * unit;
+                   x[b + r.next() % 32] = -16.0f * unit;
+                 }
+               }});
   k.push_back({"small integers", [](SplitMix64& r, std::vector<float>& x) {
                  for (float& v : x) v = float(int(r.next() % 31) - 15);
                }});
@@ -154,7 +161,8 @@ bool scale_is_infinite(QuantFormat format, const std::byte* block) {
   auto inf = [&](int offset) { return (uint16_t(uint8_t(block[offset]) | uint8_t(block[offset + 1]) << 8) & 0x7c00) == 0x7c00; };
   switch (format) {
     case QuantFormat::q8_0:
-    case QuantFormat::q4_0: return inf(0);
+    case QuantFormat::q4_0:
+    case QuantFormat::q5_0: return inf(0);
     case QuantFormat::q4_K: return inf(0) || inf(2);
     case QuantFormat::q6_K: return inf(208);
     case QuantFormat::i8_row: break;
@@ -189,6 +197,7 @@ int main(int argc, char** argv) {
   const Format formats[] = {
       {QuantFormat::q8_0, 8, reinterpret_cast<DequantizeRow>(symbol(lib, "dequantize_row_q8_0"))},
       {QuantFormat::q4_0, 2, reinterpret_cast<DequantizeRow>(symbol(lib, "dequantize_row_q4_0"))},
+      {QuantFormat::q5_0, 6, reinterpret_cast<DequantizeRow>(symbol(lib, "dequantize_row_q5_0"))},
       {QuantFormat::q4_K, 12, reinterpret_cast<DequantizeRow>(symbol(lib, "dequantize_row_q4_K"))},
       {QuantFormat::q6_K, 14, reinterpret_cast<DequantizeRow>(symbol(lib, "dequantize_row_q6_K"))},
   };

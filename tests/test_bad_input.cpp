@@ -374,7 +374,7 @@ std::vector<Bad> catalog() {
                is<FormatError>(), "m.gguf: tensor 'blk.0.attn_q.weight' has shape [4294967296,4294967296], too large"});
   c.push_back({"gguf quantized type not read", [] { gguf([](auto& g) { g.tensor("token_embd.weight").type = 9; }); },
                is<FormatError>(),
-               "m.gguf: tensor 'token_embd.weight' is Q8_1; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K"});
+               "m.gguf: tensor 'token_embd.weight' is Q8_1; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K"});
   // Quantized tensors: rows of whole blocks, sizes that fit, and data where the type puts it.
   c.push_back({"gguf Q4_K rows not whole super-blocks", [] { gguf([](auto& g) { g.tensor("blk.0.attn_q.weight").type = 12; }); },
                is<FormatError>(),

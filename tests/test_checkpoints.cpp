@@ -424,8 +424,8 @@ std::vector<Malformed> malformed() {
       {"gguf_quantized", [](H&, G& g) { g.tensor("blk.0.attn_q.weight").type = 2; }, true,
        "m.gguf: tensor 'blk.0.attn_q.weight' is Q4_0 of shape [16,16] (rows of 16 values): q4_0: a row of 16 values "
        "is not a whole number of 32-value blocks"},
-      {"gguf_Q5_0", [](H&, G& g) { g.tensor("blk.0.attn_q.weight").type = 6; }, true,
-       "m.gguf: tensor 'blk.0.attn_q.weight' is Q5_0; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K tensors"},
+      {"gguf_Q5_1", [](H&, G& g) { g.tensor("blk.0.attn_q.weight").type = 7; }, true,
+       "m.gguf: tensor 'blk.0.attn_q.weight' is Q5_1; cutcheck reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K tensors"},
       {"gguf_Q6_K", [](H&, G& g) { g.tensor("blk.1.ffn_down.weight").type = 14; }, true,
        "tensor 'blk.1.ffn_down.weight' is Q6_K"},
       {"gguf_wrong_metadata_type", [](H&, G& g) { g.set_string("llama.block_count", "2"); }, true,

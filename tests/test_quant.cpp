@@ -258,6 +258,40 @@ TEST(Quant, Q4_0QuantizesAsGgml) {
   EXPECT_EQ(quantize(QuantFormat::q4_0, std::vector<float>(32, 0.0f)), zero);
 }
 
+// ---- Q5_0: f16 d, a uint32 of fifth bits, 16 bytes of low nibbles (paired as Q4_0's);
+// value = d * (q - 16).
+
+TEST(Quant, Q5_0Dequantizes) {
+  // d = 0.25 (0x3400); qh = 0x00010001: values 0 and 16 have their fifth bit. Byte 0 = 0xf0:
+  // value 0 code 0 | 16 = 16 (0), value 16 code 15 | 16 = 31 (3.75). Byte 1 = 0x0f: value 1
+  // code 15 (-0.25), value 17 code 0 (-4). Every other code 0: -4.
+  std::vector<std::byte> b = bytes({0x00, 0x34, 0x01, 0x00, 0x01, 0x00, 0xf0, 0x0f});
+  b.resize(22, std::byte{0x00});
+  const std::vector<float> v = dequantize(QuantFormat::q5_0, b, 32);
+  EXPECT_EQ(v[0], 0.0f);
+  EXPECT_EQ(v[16], 3.75f);
+  EXPECT_EQ(v[1], -0.25f);
+  EXPECT_EQ(v[17], -4.0f);
+  for (int i : {2, 15, 18, 31}) EXPECT_EQ(v[i], -4.0f) << i;
+}
+
+TEST(Quant, Q5_0QuantizesAsGgml) {
+  // The largest magnitude, -16, gets code 0: d = -16 / -16 = 1 (0x3c00). Codes are
+  // floor(x + 16.5) capped at 31: 15.5 -> 31 (32 capped), 0.5 -> 17, -0.5 -> 16, 3.49 -> 19,
+  // 15 -> 31, 0 -> 16. Low nibbles paired as Q4_0's; every fifth bit set but value 0's.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -16, x[1] = 15.5f, x[2] = 0.5f, x[3] = -0.5f, x[16] = 3.49f, x[17] = 15;
+  std::vector<std::byte> expected = bytes({0x00, 0x3c, 0xfe, 0xff, 0xff, 0xff, 0x30, 0xff, 0x01});
+  expected.resize(22, std::byte{0x00});
+  EXPECT_EQ(quantize(QuantFormat::q5_0, x), expected);
+  const std::vector<float> back = dequantize(QuantFormat::q5_0, expected, 32);
+  EXPECT_EQ(back[0], -16.0f);
+  EXPECT_EQ(back[1], 15.0f);
+  EXPECT_EQ(back[16], 3.0f);
+  EXPECT_EQ(back[2], 1.0f);
+  EXPECT_EQ(back[3], 0.0f);
+}
+
 // ---- Q4_K: f16 d and dmin, eight 6-bit scales and mins in 12 bytes, 128 bytes of nibbles.
 
 // Scales sc = {1, 2, 3, 4, 21, 38, 55, 63} and mins m = {5, 6, 7, 8, 26, 41, 60, 35},
@@ -439,6 +473,7 @@ TEST(Quant, RoundTripsWithinEachFormatsError) {
         const float bound = f == QuantFormat::q8_0 ? a / 127 * (0.5f + 127 * 0x1p-11f) * (1 + 0x1p-10f)
                             : f == QuantFormat::i8_row ? a / 127 * 0.5f * (1 + 0x1p-14f)
                             : f == QuantFormat::q4_0   ? a / 8 * (1 + 0x1p-8f)
+                            : f == QuantFormat::q5_0   ? a / 16 * (1 + 0x1p-7f)
                             : f == QuantFormat::q6_K   ? a / 32
                                                        : a / 4;
         for (int64_t i = b; i < b + block; ++i) {

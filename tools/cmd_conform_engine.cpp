@@ -126,6 +126,7 @@ void add_conform_engine(CLI::App& app) {
     o.space.spec = spec;
     o.space.given_weights = !a->weights.empty();
     o.space.dtype = o.run.precision.spec_dtype();
+    o.space.row_multiple = o.run.precision.block_values();
     o.space.ctx_max = a->ctx_max;
     o.space.requests = a->requests;
     o.space.steps_max = a->steps;

@@ -41,7 +41,7 @@ void add_imports(CLI::App& app) {
   add_import(app, "import-hf", "import a Hugging Face Llama or Mistral folder as spec.json and model.safetensors",
              "the folder with config.json and model.safetensors (or model.safetensors.index.json)", import_hf);
   add_import(app, "import-gguf",
-             "import a GGUF file (llama architecture; F32/F16/BF16, and Q8_0/Q4_0/Q4_K/Q6_K dequantized to f32) as "
+             "import a GGUF file (llama architecture; F32/F16/BF16, and Q8_0/Q4_0/Q5_0/Q4_K/Q6_K dequantized to f32) as "
              "spec.json and model.safetensors",
              "the .gguf file", import_gguf);
 }

@@ -25,7 +25,7 @@ void add_weights(CLI::App& app) {
       ->required();
   add_number(cmd, "--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)", tp_widths);
   cmd->add_option("--dtype", args->dtype,
-                   "q8_0, q4_0, q4_K or q6_K: f32 weights whose matrices are quantized by ggml's reference quantizer "
+                   "q8_0, q4_0, q5_0, q4_K or q6_K: f32 weights whose matrices are quantized by ggml's reference quantizer "
                    "and dequantized again (default: the spec's dtype, unquantized)");
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
@@ -33,7 +33,7 @@ void add_weights(CLI::App& app) {
     if (!args->dtype.empty()) {
       QuantFormat format;
       if (!parse_quant_format(args->dtype, format) || !ggml_type(format))
-        throw Error(fmt::format("--dtype '{}': choose q8_0, q4_0, q4_K or q6_K", args->dtype));
+        throw Error(fmt::format("--dtype '{}': choose q8_0, q4_0, q5_0, q4_K or q6_K", args->dtype));
       through = format;
       spec.dtype = DType::f32;
     }
