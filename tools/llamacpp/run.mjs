@@ -24,9 +24,9 @@ const DEFAULT_THREADS = 1;
 const KV_CACHE_TYPE = { f32: 'F32', f16: 'F16', bf16: 'BF16', q8_0: 'F32', q4_0: 'F32', q4_k_m: 'F32' };
 // Planted faults, for showing that conform-engine catches and shrinks a wrong engine:
 // `late` evaluates every prompt one position late (its first token twice), as an engine
-// that forgets to drop a BOS token it added would; `scale` loads a quantized model with
-// the first block of blk.0.attn_q.weight scaled by its neighbour's scale, as a kernel that
-// indexes the scales one block off would.
+// that forgets to drop a BOS token it added would; `scale` loads a quantized model whose
+// quantized tensors have each block scaled by the next block's scale (the last keeps its
+// own), as a dot-product kernel that indexes the scales one block off would.
 const FAULTS = ['late', 'scale'];
 
 class Failure extends Error {
@@ -111,10 +111,13 @@ function readRequests(file) {
 
 // Where each quantized type keeps a block's f16 scale, and its block size in bytes (ggml's
 // block_q4_0, block_q5_0, block_q8_0, block_q4_K, block_q6_K; ggml_type ids).
-const BLOCK_SCALE = { 2: { bytes: 18, at: 0 }, 6: { bytes: 22, at: 0 }, 8: { bytes: 34, at: 0 }, 12: { bytes: 144, at: 0 }, 14: { bytes: 210, at: 208 } };
+const BLOCK_SCALE = {
+  2: { values: 32, bytes: 18, at: 0 }, 6: { values: 32, bytes: 22, at: 0 }, 8: { values: 32, bytes: 34, at: 0 },
+  12: { values: 256, bytes: 144, at: 0 }, 14: { values: 256, bytes: 210, at: 208 },
+};
 
-// The GGUF file `bytes` with the first block of tensor `name` given its neighbour's scale.
-function neighbourScale(bytes, name) {
+// The GGUF file `bytes` with each block of every quantized tensor given the next block's scale.
+function neighbourScale(bytes) {
   let at = 0;
   const u32 = () => { const v = bytes.readUInt32LE(at); at += 4; return v; };
   const u64 = () => { const v = Number(bytes.readBigUInt64LE(at)); at += 8; return v; };
@@ -135,19 +138,22 @@ function neighbourScale(bytes, name) {
     if (key === 'general.alignment' && type === 4) alignment = bytes.readUInt32LE(at);
     skip(type);
   }
-  let target = null;
+  const targets = [];
   for (let t = 0; t < tensors; ++t) {
     const tname = str(), dims = u32();
-    at += 8 * dims;
+    let count = 1;
+    for (let d = 0; d < dims; ++d) count *= u64();
     const type = u32(), offset = u64();
-    if (tname === name) target = { type, offset };
+    if (type in BLOCK_SCALE) targets.push({ type, offset, count });
   }
-  if (!target || !(target.type in BLOCK_SCALE)) throw new Failure(`--fault scale: ${name} is not a quantized tensor of the model`, 77);
+  if (targets.length === 0) throw new Failure('--fault scale: the model has no quantized tensor', 77);
   const data = Math.ceil(at / alignment) * alignment;
-  const { bytes: size, at: scale } = BLOCK_SCALE[target.type];
   const out = Buffer.from(bytes);
-  const first = data + target.offset + scale;
-  out.writeUInt16LE(bytes.readUInt16LE(first + size), first);
+  for (const target of targets) {
+    const { values, bytes: size, at: scale } = BLOCK_SCALE[target.type];
+    const first = data + target.offset + scale;
+    for (let b = 0; b + 1 < target.count / values; ++b) out.writeUInt16LE(bytes.readUInt16LE(first + (b + 1) * size), first + b * size);
+  }
   return out;
 }
 
@@ -210,7 +216,7 @@ async function run(args) {
   if (args.fault === 'scale') {  // a copy of the model with the fault in it; the model's own file is an input
     faulted = fs.mkdtempSync(path.join(os.tmpdir(), 'cutcheck-llamacpp-'));
     modelPath = path.join(faulted, 'model.gguf');
-    fs.writeFileSync(modelPath, neighbourScale(fs.readFileSync(args.model), 'blk.0.attn_q.weight'));
+    fs.writeFileSync(modelPath, neighbourScale(fs.readFileSync(args.model)));
   }
   let model;
   try {
