@@ -6,10 +6,10 @@
 #include <charconv>
 #include <chrono>
 
+#include "backend/process_failure_stop.h"
 #include "conform/bisect.h"
 #include "conform/case_files.h"
 #include "conform/campaign_engine.h"
-#include "conform/process_failure_stop.h"
 #include "conform/case_generation.h"
 #include "conform/judge.h"
 #include "conform/report.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/backend.h"
+#include "backend/backend.h"
 #include "conform/campaign_record.h"
 #include "harness/tolerance.h"
 #include "properties/case.h"

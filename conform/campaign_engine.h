@@ -4,7 +4,7 @@
 // sees the same case list; they run on `jobs` threads, each in a folder of its own, and
 // their results come back in case order, so that nothing reported depends on `jobs`. A
 // process under test that fails its first cases all the same way stops the campaign
-// unshrunk (the stop rule, conform/process_failure_stop.h). Otherwise the first failure of
+// unshrunk (the stop rule, backend/process_failure_stop.h). Otherwise the first failure of
 // each group is shrunk to the smallest case that still fails, within a run and a time
 // budget, and kept by the campaign's own hook (its reproducer folder).
 //

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/process_failure_stop.h"
+#include "backend/process_failure_stop.h"
 #include "core/files.h"
 #include "harness/tolerance.h"
 
@@ -65,7 +65,7 @@ struct ShrinkStep {
   const C& smallest;     // the smallest failing case so far
 };
 
-// The stop rule (conform/process_failure_stop.h) on a campaign's first cases: when
+// The stop rule (backend/process_failure_stop.h) on a campaign's first cases: when
 // `results` are the first `limit` cases and all failed with the process under test
 // failing the same way each time, why the campaign stops there; otherwise empty.
 // Shrinking such failures would only repeat the process failure (a missing command, a

@@ -16,7 +16,7 @@
 
 namespace cutcheck {
 
-// The engine command, run under the time limit (conform/backend.h's process rules).
+// The engine command, run under the time limit (backend/backend.h's process rules).
 struct EngineCommand {
   std::string command;
   double timeout = 120;
@@ -55,7 +55,7 @@ struct EngineCampaignOptions {
   int shrink_budget = 100;   // engine runs allowed while shrinking one failure
   double shrink_seconds = 0;  // 0: max(30 s, 20 x the failing case's time)
   // Cases after which an engine that failed every one of them the same way (the same exit
-  // code, signal or timeout) stops the campaign unshrunk (conform/process_failure_stop.h).
+  // code, signal or timeout) stops the campaign unshrunk (backend/process_failure_stop.h).
   int same_failure_limit = 3;
   fs::path keep = "engine-failures";
   std::string replay_prefix;  // "cutcheck conform-engine --engine '...'"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/backend.h"
+#include "backend/backend.h"
 #include "harness/tolerance.h"
 #include "program/program.h"
 

@@ -22,7 +22,7 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in cmake/cutcheck/cutcheckConfig.cmake cmake/cutcheck/cutcheckConfigVersion.cmake pkgconfig/cutcheck.pc; do
   [ -f "$(echo "$prefix"/lib*/"$f")" ] || { echo "not installed: $f" >&2; exit 1; }
 done
-[ -f "$prefix/include/cutcheck/conform/backend.h" ] || { echo "headers not under include/cutcheck/" >&2; exit 1; }
+[ -f "$prefix/include/cutcheck/backend/backend.h" ] || { echo "headers not under include/cutcheck/" >&2; exit 1; }
 for tool in ort llamacpp; do
   [ -x "$prefix/bin/cutcheck-$tool" ] || { echo "not installed: bin/cutcheck-$tool" >&2; exit 1; }
   for f in run.mjs package.json package-lock.json; do
@@ -124,7 +124,7 @@ ctest --test-dir "$tmp/build" --output-on-failure --no-tests=error
 # pkg-config alone: a campaign of the reference as a backend, compiled and linked from a
 # plain compiler line, which must pass.
 cat >"$tmp/campaign.cpp" <<'CPP'
-#include <conform/backend.h>
+#include <backend/backend.h>
 #include <conform/campaign.h>
 #include <conform/report.h>
 #include <core/version.h>

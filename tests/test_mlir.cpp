@@ -7,11 +7,11 @@
 #include <cstdlib>
 
 #include "author/author.h"
-#include "conform/backend_runner.h"
+#include "backend/backend_runner.h"
+#include "backend/serve_backend.h"
 #include "conform/campaign.h"
 #include "conform/op_suite.h"
 #include "conform/report.h"
-#include "conform/serve_backend.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "core/safetensors.h"

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "author/author.h"
-#include "conform/backend_runner.h"
+#include "backend/backend_runner.h"
 #include "conform/campaign.h"
 #include "harness/generate.h"
 #include "model/llama2c.h"

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "backend/serve_backend.h"
 #include "conform/op_suite.h"
 #include "conform/report.h"
-#include "conform/serve_backend.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/temp_folder.h"

@@ -1,4 +1,4 @@
-#include "conform/backend.h"
+#include "backend/backend.h"
 
 #include <fmt/format.h>
 #include "core/process.h"

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <vector>
 
-#include "conform/backend.h"
+#include "backend/backend.h"
 
 namespace cutcheck {
 

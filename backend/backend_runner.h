@@ -6,7 +6,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "conform/backend.h"
+#include "backend/backend.h"
 #include "model/cut_runner.h"
 #include "model/spec.h"
 

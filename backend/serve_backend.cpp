@@ -1,4 +1,4 @@
-#include "conform/serve_backend.h"
+#include "backend/serve_backend.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

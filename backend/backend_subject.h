@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "conform/backend.h"
+#include "backend/backend.h"
 #include "properties/subject.h"
 
 namespace cutcheck {
@@ -19,7 +19,7 @@ struct BackendSubjectOptions {
   Tolerance tolerance = Tolerance::bound(Precision::f32);
   fs::path work;                  // each runner writes its programs and weights in a folder under it
   bool keep = false;              // leave those folders (a reproducer's); else each goes with its runner
-  // Runs after which a backend that failed every one of them the same way (conform/process_failure_stop.h)
+  // Runs after which a backend that failed every one of them the same way (backend/process_failure_stop.h)
   // has its later runs skipped; 0: never.
   int same_failure_limit = 3;
 };

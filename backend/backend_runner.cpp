@@ -1,4 +1,4 @@
-#include "conform/backend_runner.h"
+#include "backend/backend_runner.h"
 
 #include <fmt/format.h>
 

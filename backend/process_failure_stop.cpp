@@ -1,8 +1,8 @@
-#include "conform/process_failure_stop.h"
+#include "backend/process_failure_stop.h"
 
 #include <fmt/format.h>
 
-#include "conform/backend.h"
+#include "backend/backend.h"
 
 namespace cutcheck {
 namespace {

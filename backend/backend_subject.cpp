@@ -1,9 +1,9 @@
-#include "conform/backend_subject.h"
+#include "backend/backend_subject.h"
 
 #include <fmt/format.h>
 
-#include "conform/backend_runner.h"
-#include "conform/process_failure_stop.h"
+#include "backend/backend_runner.h"
+#include "backend/process_failure_stop.h"
 #include "core/files.h"
 #include "core/safetensors.h"
 #include "core/temp_folder.h"
