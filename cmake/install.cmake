@@ -6,7 +6,7 @@
 include(CMakePackageConfigHelpers)
 
 # The libraries, installed as the package's targets.
-set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties backend conform mutate mlir onnx)
+set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties backend campaign conform mutate mlir onnx)
 foreach(name ${CUTCHECK_LIBRARIES})
   set_target_properties(cutcheck_${name} PROPERTIES EXPORT_NAME ${name})
   add_library(cutcheck::${name} ALIAS cutcheck_${name})  # the same names in a build that vendors the source
@@ -18,7 +18,7 @@ endforeach()
 # header those include, found by following their `#include "room/name.h"` lines. Nothing
 # else is installed, so the kernels' SIMD internals and the campaigns' machinery stay free
 # to change.
-set(CUTCHECK_PUBLIC_HEADERS backend/backend.h conform/campaign.h conform/report.h core/temp_folder.h core/version.h
+set(CUTCHECK_PUBLIC_HEADERS backend/backend.h campaign/campaign.h conform/report.h core/temp_folder.h core/version.h
                             program/folder.h program/manifest.h)
 set(public_headers "")
 set(pending ${CUTCHECK_PUBLIC_HEADERS})

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <map>
 
-#include "conform/campaign_engine.h"
+#include "campaign/campaign_engine.h"
 #include "conform/engine_model.h"
 #include "conform/report.h"
 #include "core/error.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/campaign_record.h"
+#include "campaign/campaign_record.h"
 #include "conform/engine_case.h"
 #include "conform/engine_judge.h"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 #include "conform/report.h"
 #include "core/error.h"
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <cmath>
 #include <map>
 
 #include "core/files.h"
@@ -13,13 +12,6 @@
 namespace cutcheck {
 namespace {
 
-// A figure as JSON: a number, or "inf", "-inf", "nan", which JSON numbers cannot hold.
-Json figure(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
 // Of two figures, the worse (larger; "nan" and "inf" worst of all).
 Json worse(const Json& a, const Json& b) {
   if (a.is_null()) return b;
@@ -28,28 +20,12 @@ Json worse(const Json& a, const Json& b) {
   return b.get<double>() > a.get<double>() ? b : a;
 }
 
-std::string figure_text(const Json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer() || v.is_number_unsigned()) return fmt::format("{}", v.get<int64_t>());
-  if (v.is_number()) return fmt::format("{:.3g}", v.get<double>());
-  return "-";
-}
-
 // What the table calls a figure; other fields go by their JSON name.
 std::string figure_title(const std::string& field) {
   static const std::map<std::string, std::string> titles = {
       {"max_abs", "abs"}, {"max_rel", "rel"}, {"nmse", "nmse"}, {"mismatches", "outside"}};
   auto it = titles.find(field);
   return it == titles.end() ? field : it->second;
-}
-
-// The figures (numeric fields) of an output's error record, in the record's order.
-std::vector<std::string> figure_fields(const Json& error) {
-  std::vector<std::string> out;
-  for (auto it = error.begin(); it != error.end(); ++it)
-    if (it.value().is_number() || (it.value().is_string() && it.key() != "output" && it.key() != "first"))
-      out.push_back(it.key());
-  return out;
 }
 
 std::string trimmed_tail(std::string tail) {
@@ -112,7 +88,7 @@ Json tolerance_json(const Tolerance& t) {
             {"amplification", t.model().amplification},
             {"spread", t.model().spread},
             {"floor", t.floor}};
-  return {{"policy", "fixed"}, {"atol", figure(t.atol)}, {"rtol", figure(t.rtol)}, {"nmse", figure(t.nmse)}};
+  return {{"policy", "fixed"}, {"atol", figure_json(t.atol)}, {"rtol", figure_json(t.rtol)}, {"nmse", figure_json(t.nmse)}};
 }
 
 std::string tolerance_text(const Json& report) {
@@ -123,27 +99,6 @@ std::string tolerance_text(const Json& report) {
                        t.at("floor") != 0 ? ", floor " + figure_text(t.at("floor")) : "");
   return fmt::format("fixed atol={} rtol={} nmse={}", figure_text(t.at("atol")), figure_text(t.at("rtol")),
                      figure_text(t.at("nmse")));
-}
-
-std::string verdict_name(Verdict v) {
-  return v == Verdict::passed ? "passed" : v == Verdict::failed ? "failed" : "unsupported";
-}
-
-Json output_error_json(const OutputError& e) {
-  // headroom: the worst |got - want| / allowed of the output's elements (1 is the limit;
-  // "nan" when an element is NaN where the reference has a number, counted in nans);
-  // unbounded: elements whose bound is infinite, compared for NaN and infinity only.
-  return {{"output", e.name},         {"max_abs", figure(e.max_abs)},   {"max_rel", figure(e.max_rel)},
-          {"nmse", figure(e.nmse)},   {"headroom", figure(e.headroom)}, {"mismatches", e.mismatches},
-          {"nans", e.nans},           {"unbounded", e.unbounded},       {"first", e.first}};
-}
-
-std::string output_error_text(const Json& error) {
-  std::string out = error.at("output").get<std::string>() + ":";
-  const std::vector<std::string> fields = figure_fields(error);
-  for (size_t i = 0; i < fields.size(); ++i)
-    out += fmt::format("{} {} {}", i ? "," : "", fields[i], figure_text(error.at(fields[i])));
-  return out;
 }
 
 void complete_report(Json& report) {

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
+#include "campaign/record_json.h"  // a verdict's name, an output's figures: what each case of a report carries
 #include "core/json.h"
 #include "core/provenance.h"
 #include "core/text.h"
@@ -20,13 +21,6 @@ Json tolerance_json(const Tolerance& tolerance);  // the policy and its figures
 // The report's tolerance in words: "bound f32 (16 runs at 4x, spread 3)", "fixed atol=... rtol=... nmse=...".
 std::string tolerance_text(const Json& report);
 
-// The per-output figures of a comparison, as the reports carry them. The one place that
-// lists OutputError's fields: the table, JUnit and HTML show every number found here.
-Json output_error_json(const OutputError& e);
-// One line of the same: "k.0: max_abs 1.04, max_rel 3.82, nmse 8.75, mismatches 3".
-std::string output_error_text(const Json& error);
-inline std::string output_error_text(const OutputError& e) { return output_error_text(output_error_json(e)); }
-
 std::string summary_table(const Json& report);  // per cut kind, then each failure
 std::string junit_xml(const Json& report);      // one testsuite per cut kind, one testcase per case
 std::string html_report(const Json& report);    // one self-contained page (conform/html_report.cpp)
@@ -37,9 +31,6 @@ std::string junit_xml(const ConformReport& report);
 // Sets what follows from the cases and failures: counts, the per-kind summary, and passed
 // (no case failed, one passed, and the run finished).
 void complete_report(Json& report);
-
-std::string verdict_name(Verdict v);  // "passed", "failed", "unsupported"
-
 
 // A JSON report file kept up to date while a campaign runs: rewritten whole, atomically,
 // after each finished case, so that a run killed at any point leaves a valid report of

@@ -125,7 +125,7 @@ ctest --test-dir "$tmp/build" --output-on-failure --no-tests=error
 # plain compiler line, which must pass.
 cat >"$tmp/campaign.cpp" <<'CPP'
 #include <backend/backend.h>
-#include <conform/campaign.h>
+#include <campaign/campaign.h>
 #include <conform/report.h>
 #include <core/version.h>
 #include <cstdio>

@@ -10,9 +10,9 @@
 
 #include "author/builder.h"
 #include "bound/error_bound.h"
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
+#include "campaign/tolerance_report.h"
 #include "conform/report.h"
-#include "conform/tolerance_report.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
 #include "model/llama2c.h"

@@ -9,9 +9,9 @@
 #include <functional>
 #include <set>
 
-#include "conform/bisect.h"
-#include "conform/case_generation.h"
-#include "conform/op_suite.h"
+#include "campaign/bisect.h"
+#include "campaign/case_generation.h"
+#include "campaign/op_suite.h"
 #include "conform/report.h"
 #include "program/folder.h"
 #include "program/rewrite.h"

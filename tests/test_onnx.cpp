@@ -10,7 +10,7 @@
 
 #include "author/author.h"
 #include "backend/backend_runner.h"
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 #include "harness/generate.h"
 #include "model/llama2c.h"
 #include "model/weights.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "backend/serve_backend.h"
-#include "conform/op_suite.h"
+#include "campaign/op_suite.h"
 #include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"

@@ -2,7 +2,7 @@
 // run from GoogleTest like any other test of the project.
 #include <gtest/gtest.h>
 
-#include <conform/campaign.h>
+#include <campaign/campaign.h>
 #include <conform/report.h>
 #include <core/temp_folder.h>
 #include <core/version.h>

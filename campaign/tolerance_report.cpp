@@ -1,4 +1,4 @@
-#include "conform/tolerance_report.h"
+#include "campaign/tolerance_report.h"
 
 #include <fmt/format.h>
 #include <rapidcheck.h>
@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "conform/case_files.h"
-#include "conform/case_generation.h"
+#include "campaign/case_files.h"
+#include "campaign/case_generation.h"
 #include "core/random.h"
 #include "core/temp_folder.h"
 #include "harness/folder.h"

@@ -1,4 +1,4 @@
-#include "conform/case_files.h"
+#include "campaign/case_files.h"
 
 #include <fmt/format.h>
 

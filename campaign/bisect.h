@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 #include "program/program.h"
 
 namespace cutcheck {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 
 namespace cutcheck {
 

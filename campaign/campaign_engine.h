@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "conform/campaign_record.h"
+#include "campaign/campaign_record.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/random.h"

@@ -1,4 +1,4 @@
-#include "conform/op_suite.h"
+#include "campaign/op_suite.h"
 
 #include <fmt/format.h>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "conform/campaign_record.h"
+#include "campaign/campaign_record.h"
 #include "harness/tolerance.h"
 #include "properties/case.h"
 #include "properties/shape_space.h"

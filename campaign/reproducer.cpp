@@ -1,8 +1,10 @@
-#include "conform/reproducer.h"
+#include "campaign/reproducer.h"
 
 #include <fmt/format.h>
 
 #include "author/author.h"
+#include "campaign/case_files.h"
+#include "campaign/record_json.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json.h"
@@ -12,8 +14,6 @@
 #include "core/version.h"
 #include "model/sharding.h"
 #include "model/weights.h"
-#include "conform/case_files.h"
-#include "conform/report.h"
 
 namespace cutcheck {
 namespace {

@@ -1,4 +1,4 @@
-#include "conform/case_generation.h"
+#include "campaign/case_generation.h"
 
 #include "core/error.h"
 #include "model/sharding.h"

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 
 namespace cutcheck {
 

@@ -1,4 +1,4 @@
-#include "conform/judge.h"
+#include "campaign/judge.h"
 
 #include "core/safetensors.h"
 #include "core/text.h"

@@ -1,6 +1,6 @@
-// What a campaign finds, whatever its case (a cut on a backend: conform/campaign.h; a model
+// What a campaign finds, whatever its case (a cut on a backend: campaign/campaign.h; a model
 // on an engine: conform/engine_campaign.h): each case's result, the shrunk failures, and why
-// it stopped. The campaign engine (conform/campaign_engine.h) fills it in; the reports
+// it stopped. The campaign engine (campaign/campaign_engine.h) fills it in; the reports
 // (conform/report.h) render it.
 #pragma once
 
@@ -43,7 +43,7 @@ struct CampaignFailure {
   R original, shrunk;
   int shrink_runs = 0;
   std::string piece = {};        // for whole cuts: "embed", "layer L", "head", or why bisection stopped
-  std::string value = {};        // the failing piece's first failing value (conform/bisect.h), or why not found
+  std::string value = {};        // the failing piece's first failing value (campaign/bisect.h), or why not found
   fs::path reproducer = {};
   std::string command = {};      // re-runs exactly the shrunk case
 };

@@ -1,4 +1,4 @@
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 
 #include <fmt/format.h>
 
@@ -7,14 +7,14 @@
 #include <chrono>
 
 #include "backend/process_failure_stop.h"
-#include "conform/bisect.h"
-#include "conform/case_files.h"
-#include "conform/campaign_engine.h"
-#include "conform/case_generation.h"
-#include "conform/judge.h"
-#include "conform/report.h"
-#include "conform/reproducer.h"
+#include "campaign/bisect.h"
+#include "campaign/campaign_engine.h"
+#include "campaign/case_files.h"
+#include "campaign/case_generation.h"
+#include "campaign/judge.h"
+#include "campaign/reproducer.h"
 #include "core/error.h"
+#include "core/provenance.h"
 #include "core/temp_folder.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 
 namespace cutcheck {
 

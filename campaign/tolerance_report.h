@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 #include "core/json.h"
 
 namespace cutcheck {

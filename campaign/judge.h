@@ -1,7 +1,7 @@
 // Judging one run of a backend: its outputs against what the reference expects, within the tolerance.
 #pragma once
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 
 namespace cutcheck {
 

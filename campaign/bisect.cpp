@@ -1,12 +1,12 @@
-#include "conform/bisect.h"
+#include "campaign/bisect.h"
 
 #include <fmt/format.h>
 
 #include <optional>
 
 #include "author/author.h"
-#include "conform/case_files.h"
-#include "conform/judge.h"
+#include "campaign/case_files.h"
+#include "campaign/judge.h"
 #include "core/text.h"
 #include "harness/compose.h"
 #include "harness/runner.h"
