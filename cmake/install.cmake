@@ -6,7 +6,7 @@
 include(CMakePackageConfigHelpers)
 
 # The libraries, installed as the package's targets.
-set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties backend campaign conform mutate mlir onnx)
+set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties backend campaign engine conform mutate mlir onnx)
 foreach(name ${CUTCHECK_LIBRARIES})
   set_target_properties(cutcheck_${name} PROPERTIES EXPORT_NAME ${name})
   add_library(cutcheck::${name} ALIAS cutcheck_${name})  # the same names in a build that vendors the source

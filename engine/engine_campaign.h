@@ -2,7 +2,7 @@
 // (`describe`), then generated cases run on it (`run`) and judged against the reference;
 // a failure shrinks to the smallest case that still fails and is kept as a reproducer
 // folder with the command that re-runs it. The report is a conform report
-// (conform/report.h renders it), one case per model.
+// (conform/engine_report.h), one case per model.
 #pragma once
 
 #include <functional>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "campaign/campaign_record.h"
-#include "conform/engine_case.h"
-#include "conform/engine_judge.h"
+#include "engine/engine_case.h"
+#include "engine/engine_judge.h"
 
 namespace cutcheck {
 
@@ -30,6 +30,9 @@ struct EngineRunOptions {
   ModelFormat format = ModelFormat::cutcheck;
   int64_t top_k = 0;
   fs::path weights;  // with a fixed spec: given weights instead of seeded ones
+
+  Json to_json() const;  // as a reproducer's case.json and the report's options hold them
+  static EngineRunOptions from_json(const Json& json, const std::string& source);
 };
 
 struct EngineCaseResult : CaseRun<EngineCase> {
@@ -78,11 +81,6 @@ struct EngineReport : CampaignRecord<EngineCaseResult> {
 
 EngineReport conform_engine(const EngineCommand& engine, const EngineDescription& description,
                             const EngineCampaignOptions& options);
-
-// The report as a conform report (format cutcheck-conform-engine-1, the keys of
-// cutcheck-conform-2 plus the engine's description and per-position figures), which
-// summary_table, junit_xml and html_report render.
-Json engine_report_json(const EngineReport& report);
 
 // Re-runs the case kept in a reproducer folder.
 EngineCaseResult replay_engine_case(const EngineCommand& engine, const fs::path& reproducer);

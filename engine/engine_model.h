@@ -1,9 +1,9 @@
 // The model file an engine loads, in the format it declared (docs/engines.md, Model files).
 #pragma once
 
-#include "conform/engine_protocol.h"
 #include "core/files.h"
 #include "core/tensor.h"
+#include "engine/engine_protocol.h"
 
 namespace cutcheck {
 

@@ -1,4 +1,4 @@
-#include "conform/engine_judge.h"
+#include "engine/engine_judge.h"
 
 #include <fmt/format.h>
 

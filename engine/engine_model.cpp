@@ -1,4 +1,4 @@
-#include "conform/engine_model.h"
+#include "engine/engine_model.h"
 
 #include "core/error.h"
 #include "model/gguf_export.h"

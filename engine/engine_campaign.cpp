@@ -1,19 +1,20 @@
-#include "conform/engine_campaign.h"
+#include "engine/engine_campaign.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 
+#include "backend/backend.h"
 #include "campaign/campaign_engine.h"
-#include "conform/engine_model.h"
-#include "conform/report.h"
+#include "campaign/record_json.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "core/provenance.h"
 #include "core/temp_folder.h"
 #include "core/version.h"
+#include "engine/engine_model.h"
 #include "model/weights.h"
 
 namespace cutcheck {
@@ -41,28 +42,6 @@ std::string last_line(const std::string& tail) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-Json run_options_json(const EngineRunOptions& o) {
-  return {{"precision", precision_info(o.precision).name},
-          {"format", model_format_name(o.format)},
-          {"top_k", o.top_k},
-          {"weights", o.weights.empty() ? "" : fs::absolute(o.weights).string()}};
-}
-
-EngineRunOptions run_options_from_json(const Json& json, const std::string& source) {
-  EngineRunOptions o;
-  try {
-    o.precision = parse_precision(json_string(json, "precision", source));
-    o.format = parse_model_format(json_string(json, "format", source));
-  } catch (const FormatError&) {
-    throw;
-  } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", source, e.what()));
-  }
-  o.top_k = json_int(json, "top_k", source);
-  o.weights = json_string(json, "weights", source);
-  return o;
-}
-
 // Runs the shrunk case once more inside the reproducer folder, so that it holds the model,
 // the requests and the engine's results of a failing run, and writes case.json and
 // report.txt. With `run_again` false (a campaign the stop rule ended: another run would only
@@ -78,7 +57,7 @@ EngineCaseResult write_reproducer(const EngineCommand& engine, const EngineFailu
     fs::create_directories(f.reproducer);
     fs::copy(work, f.reproducer, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   }
-  Json record = {{"format", "cutcheck-engine-reproducer-1"}, {"case", f.shrunk.c.to_json()}, {"run", run_options_json(o)}};
+  Json record = {{"format", "cutcheck-engine-reproducer-1"}, {"case", f.shrunk.c.to_json()}, {"run", o.to_json()}};
   write_file_atomic(f.reproducer / "case.json", record.dump(2) + "\n");
   const fs::path folder = fs::absolute(f.reproducer);
   const std::string model = engine_model_path(o.format, folder / "model").string();
@@ -93,21 +72,29 @@ EngineCaseResult write_reproducer(const EngineCommand& engine, const EngineFailu
   return again;
 }
 
-Json case_json(const EngineCaseResult& r) {
-  Json errors = Json::array(), positions = Json::array();
-  for (const OutputError& e : r.errors) errors.push_back(output_error_json(e));
-  for (const PositionFigure& p : r.positions)
-    positions.push_back({{"request", p.request}, {"position", p.position}, {"worst_abs", p.worst_abs},
-                         {"bound", p.bound}, {"headroom", p.headroom}, {"top_bound", p.top_bound}, {"exact", p.exact}});
-  return {{"index", r.index},       {"case", r.c.to_json()},          {"text", r.c.str()},
-          {"kind", "engine"},       {"ctx", r.c.longest()},           {"rows", r.c.requests.size()},
-          {"verdict", verdict_name(r.verdict)}, {"failure", r.failure}, {"failure_type", r.failure_type},
-          {"fault", r.process_failure},  // the key keeps its name for compatibility
-                {"stderr_tail", r.stderr_tail},   {"errors", errors},
-          {"ties", r.ties},         {"positions", positions},         {"seconds", r.seconds}};
+}  // namespace
+
+Json EngineRunOptions::to_json() const {
+  return {{"precision", precision_info(precision).name},
+          {"format", model_format_name(format)},
+          {"top_k", top_k},
+          {"weights", weights.empty() ? "" : fs::absolute(weights).string()}};
 }
 
-}  // namespace
+EngineRunOptions EngineRunOptions::from_json(const Json& json, const std::string& source) {
+  EngineRunOptions o;
+  try {
+    o.precision = parse_precision(json_string(json, "precision", source));
+    o.format = parse_model_format(json_string(json, "format", source));
+  } catch (const FormatError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", source, e.what()));
+  }
+  o.top_k = json_int(json, "top_k", source);
+  o.weights = json_string(json, "weights", source);
+  return o;
+}
 
 EngineDescription EngineCommand::describe() const {
   const ProcessResult r = run_process(command + " describe", timeout, size_t{1} << 20);
@@ -245,66 +232,6 @@ EngineReport conform_engine(const EngineCommand& engine, const EngineDescription
   return report;
 }
 
-Json engine_report_json(const EngineReport& report) {
-  const EngineCampaignOptions& o = report.options;
-  Json cases = Json::array(), failures = Json::array();
-  for (const EngineCaseResult& r : report.results) cases.push_back(case_json(r));
-  for (const EngineFailure& f : report.failures)
-    failures.push_back({{"index", f.original.index}, {"kind", "engine"}, {"original", case_json(f.original)},
-                        {"shrunk", case_json(f.shrunk)}, {"shrink_runs", f.shrink_runs}, {"piece", ""}, {"value", ""},
-                        {"reproducer", f.reproducer.string()}, {"command", f.command}});
-  // Per position over every case: the worst |log p - log p_ref|, the bound and headroom of
-  // the element that came closest to its bound, and the tightest bound of a top token.
-  std::map<int64_t, Json> by_position;
-  for (const EngineCaseResult& r : report.results)
-    for (const PositionFigure& p : r.positions) {
-      Json& b = by_position[p.position];
-      if (b.is_null())
-        b = {{"position", p.position}, {"compared", 0}, {"exact", 0}, {"worst_abs", 0.0}, {"bound", 0.0}, {"headroom", 0.0},
-             {"top_bound", p.top_bound}};
-      b["top_bound"] = std::min(b["top_bound"].get<double>(), p.top_bound);
-      b["compared"] = b["compared"].get<int>() + 1;
-      b["exact"] = b["exact"].get<int>() + (p.exact ? 1 : 0);
-      b["worst_abs"] = std::max(b["worst_abs"].get<double>(), p.worst_abs);
-      if (p.headroom >= b["headroom"].get<double>()) {
-        b["headroom"] = p.headroom;
-        b["bound"] = p.bound;
-      }
-    }
-  Json positions = Json::array();
-  for (auto& [p, b] : by_position) positions.push_back(b);
-  int ties = 0;
-  for (const EngineCaseResult& r : report.results) ties += int(r.ties.size());
-  Json options = run_options_json(o.run);
-  options.update({{"cases", o.cases},
-                  {"spec", o.space.spec ? o.space.spec->to_json() : Json("random")},
-                  {"ctx_max", o.space.ctx_max},
-                  {"requests", o.space.requests},
-                  {"steps_max", o.space.steps_max},
-                  {"shrink", o.shrink},
-                  {"shrink_budget", o.shrink_budget},
-                  {"shrink_seconds", o.shrink_seconds}});
-  Json out = {{"format", "cutcheck-conform-engine-1"},
-              {"cutcheck", {{"version", version()}, {"commit", version_commit()}}},
-              {"backend", report.engine},
-              {"engine", report.description.to_json()},
-              {"seed", o.seed},
-              {"tolerance", tolerance_json(Tolerance::bound(o.run.precision))},
-              {"options", options},
-              {"run", {{"started", report.started}, {"host", report.host}, {"jobs", o.jobs}, {"shard", "1/1"},
-                       {"seconds", report.seconds}}},
-              {"planned", o.cases},
-              {"finished", report.finished},
-              {"stopped", report.stopped},
-              {"interrupted", report.interrupted},
-              {"failures", failures},
-              {"cases", cases},
-              {"ties", ties},
-              {"by_position", positions}};
-  complete_report(out);
-  return out;
-}
-
 EngineCaseResult replay_engine_case(const EngineCommand& engine, const fs::path& reproducer) {
   const fs::path file = reproducer / "case.json";
   const std::string where = file.string();
@@ -312,7 +239,7 @@ EngineCaseResult replay_engine_case(const EngineCommand& engine, const fs::path&
   if (json_string(record, "format", where) != "cutcheck-engine-reproducer-1")
     throw FormatError(fmt::format("{}: format is not cutcheck-engine-reproducer-1 (a conform-engine reproducer)", where));
   const EngineCase c = EngineCase::from_json(json_field(record, "case", where), where + ": case");
-  const EngineRunOptions o = run_options_from_json(json_field(record, "run", where), where + ": run");
+  const EngineRunOptions o = EngineRunOptions::from_json(json_field(record, "run", where), where + ": run");
   TempFolder work("engine-replay");
   return run_engine_case(engine, c, o, work.path() / "case");
 }

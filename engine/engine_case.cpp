@@ -1,4 +1,4 @@
-#include "conform/engine_case.h"
+#include "engine/engine_case.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "conform/engine_reference.h"
+#include "engine/engine_reference.h"
 
 #include <fmt/format.h>
 

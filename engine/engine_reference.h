@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bound/log_softmax.h"
-#include "conform/engine_protocol.h"
+#include "engine/engine_protocol.h"
 #include "harness/runner.h"
 
 namespace cutcheck {

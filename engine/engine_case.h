@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "conform/engine_protocol.h"
 #include "core/files.h"
+#include "engine/engine_protocol.h"
 
 namespace cutcheck {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "conform/engine_reference.h"
+#include "engine/engine_reference.h"
 #include "harness/tolerance.h"
 
 namespace cutcheck {

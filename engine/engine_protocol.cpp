@@ -1,4 +1,4 @@
-#include "conform/engine_protocol.h"
+#include "engine/engine_protocol.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
