@@ -1,7 +1,7 @@
 // What a campaign finds, whatever its case (a cut on a backend: campaign/campaign.h; a model
 // on an engine: engine/engine_campaign.h): each case's result, the shrunk failures, and why
 // it stopped. The campaign engine (campaign/campaign_engine.h) fills it in; the reports
-// (conform/report.h) render it.
+// (report/report.h) render it.
 #pragma once
 
 #include <string>

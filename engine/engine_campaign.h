@@ -2,7 +2,7 @@
 // (`describe`), then generated cases run on it (`run`) and judged against the reference;
 // a failure shrinks to the smallest case that still fails and is kept as a reproducer
 // folder with the command that re-runs it. The report is a conform report
-// (conform/engine_report.h), one case per model.
+// (report/engine_report.h), one case per model.
 #pragma once
 
 #include <functional>

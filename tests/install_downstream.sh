@@ -29,7 +29,7 @@ for tool in ort llamacpp; do
     [ -f "$prefix/share/cutcheck/$tool/$f" ] || { echo "not installed: share/cutcheck/$tool/$f" >&2; exit 1; }
   done
 done
-for generic in core model conform; do
+for generic in core model backend campaign report; do
   [ ! -e "$prefix/include/$generic" ] || { echo "include/$generic installed: headers belong under include/cutcheck/" >&2; exit 1; }
 done
 if leaks=$(grep -rIl -e "$source" -e "$build" "$prefix"); then
@@ -126,8 +126,8 @@ ctest --test-dir "$tmp/build" --output-on-failure --no-tests=error
 cat >"$tmp/campaign.cpp" <<'CPP'
 #include <backend/backend.h>
 #include <campaign/campaign.h>
-#include <conform/report.h>
 #include <core/version.h>
+#include <report/report.h>
 #include <cstdio>
 int main(int, char** argv) {
   cutcheck::ReferenceBackend reference;

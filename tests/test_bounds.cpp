@@ -12,11 +12,11 @@
 #include "bound/error_bound.h"
 #include "campaign/campaign.h"
 #include "campaign/tolerance_report.h"
-#include "conform/report.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

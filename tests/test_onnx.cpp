@@ -14,10 +14,10 @@
 #include "harness/generate.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
-#include "conform/report.h"
 #include "core/process.h"
 #include "model/sharding.h"
 #include "onnx/export.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

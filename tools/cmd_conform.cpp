@@ -6,10 +6,10 @@
 
 #include "backend/serve_backend.h"
 #include "campaign/op_suite.h"
-#include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/temp_folder.h"
+#include "report/report.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/progress.h"

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <campaign/campaign.h>
-#include <conform/report.h>
 #include <core/temp_folder.h>
 #include <core/version.h>
+#include <report/report.h>
 
 #include "embed_backend.h"
 

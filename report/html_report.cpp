@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-#include "conform/report.h"
+#include "report/report.h"
 
 namespace cutcheck {
 namespace {

@@ -1,10 +1,10 @@
-#include "conform/engine_report.h"
+#include "report/engine_report.h"
 
 #include <algorithm>
 #include <map>
 
-#include "conform/report.h"
 #include "core/version.h"
+#include "report/report.h"
 
 namespace cutcheck {
 namespace {

@@ -1,4 +1,4 @@
-#include "conform/report.h"
+#include "report/report.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "conform/merge.h"
+#include "report/merge.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <set>
 
 #include "campaign/campaign.h"
-#include "conform/report.h"
 #include "core/error.h"
+#include "report/report.h"
 
 namespace cutcheck {
 namespace {

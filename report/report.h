@@ -23,7 +23,7 @@ std::string tolerance_text(const Json& report);
 
 std::string summary_table(const Json& report);  // per cut kind, then each failure
 std::string junit_xml(const Json& report);      // one testsuite per cut kind, one testcase per case
-std::string html_report(const Json& report);    // one self-contained page (conform/html_report.cpp)
+std::string html_report(const Json& report);    // one self-contained page (report/html_report.cpp)
 
 std::string summary_table(const ConformReport& report);
 std::string junit_xml(const ConformReport& report);
