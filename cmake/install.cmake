@@ -5,8 +5,14 @@
 # pkg-config file, and the docs.
 include(CMakePackageConfigHelpers)
 
+# cutcheck::conform, what a backend's own tests link (docs/ci.md): the conformance
+# libraries together, from the backend interface to the reports.
+add_library(cutcheck_conform INTERFACE)
+target_link_libraries(cutcheck_conform INTERFACE cutcheck_backend cutcheck_campaign cutcheck_engine cutcheck_report)
+
 # The libraries, installed as the package's targets.
-set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties conform mutate mlir onnx)
+set(CUTCHECK_LIBRARIES core quant model program author faults reference bound oracle harness properties backend campaign engine report
+                       conform mutate mlir onnx)
 foreach(name ${CUTCHECK_LIBRARIES})
   set_target_properties(cutcheck_${name} PROPERTIES EXPORT_NAME ${name})
   add_library(cutcheck::${name} ALIAS cutcheck_${name})  # the same names in a build that vendors the source
@@ -18,7 +24,7 @@ endforeach()
 # header those include, found by following their `#include "room/name.h"` lines. Nothing
 # else is installed, so the kernels' SIMD internals and the campaigns' machinery stay free
 # to change.
-set(CUTCHECK_PUBLIC_HEADERS conform/backend.h conform/campaign.h conform/report.h core/temp_folder.h core/version.h
+set(CUTCHECK_PUBLIC_HEADERS backend/backend.h campaign/campaign.h report/report.h core/temp_folder.h core/version.h
                             program/folder.h program/manifest.h)
 set(public_headers "")
 set(pending ${CUTCHECK_PUBLIC_HEADERS})
@@ -71,8 +77,9 @@ install(FILES ${PROJECT_BINARY_DIR}/cutcheckConfig.cmake ${PROJECT_BINARY_DIR}/c
 # pkg-config: cutcheck::conform and every library it needs, read off the targets' link
 # interfaces, so that a library added to a target's links is in the .pc file too.
 # Depth first: each library goes in front of `pc_closure` once every library it needs is
-# in it, so each comes before all it needs (the order a static link takes). What is not a
-# cutcheck library goes to `pc_external`.
+# in it, so each comes before all it needs (the order a static link takes); an interface
+# library (cutcheck::conform) has no file to link and is left out. What is not a cutcheck
+# library goes to `pc_external`.
 function(cutcheck_link_closure target)
   get_target_property(links ${target} INTERFACE_LINK_LIBRARIES)
   foreach(link IN LISTS links)
@@ -85,7 +92,8 @@ function(cutcheck_link_closure target)
       list(APPEND pc_external ${link})
     endif()
   endforeach()
-  if(NOT target IN_LIST pc_closure)
+  get_target_property(type ${target} TYPE)
+  if(NOT type STREQUAL "INTERFACE_LIBRARY" AND NOT target IN_LIST pc_closure)
     list(PREPEND pc_closure ${target})
   endif()
   set(pc_closure ${pc_closure} PARENT_SCOPE)

@@ -78,7 +78,7 @@ struct ElementCheck {
 
 // Folds compared elements into an OutputError, one at a time: the one element rule every
 // judge applies (f32 outputs in compare(), an engine's log-probabilities in
-// conform/engine_judge.cpp). A failing element counts as a mismatch; describing it (the
+// engine/engine_judge.cpp). A failing element counts as a mismatch; describing it (the
 // OutputError's `first`) is the caller's, who knows where the element sits.
 class ErrorTally {
  public:

@@ -3,7 +3,7 @@
 // meaning: its name, its JSON, whether a spec sets it, its text in a summary, how random
 // specs draw it and the `--fix` value that holds it off. The spec (model/spec.cpp), the
 // spec space (properties/spec_space.cpp), the engine protocol and the engine cases
-// (conform/) read this table and keep no list of knobs of their own; the author
+// (engine/) read this table and keep no list of knobs of their own; the author
 // (author/blocks.cpp) and the oracle (oracle/model.cpp) give a knob its meaning.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "author/author.h"
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 #include "core/interrupt.h"
 #include "core/random.h"
 #include "core/temp_folder.h"

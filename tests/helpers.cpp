@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "conform/report.h"
 #include "faults/catalog.h"
+#include "report/report.h"
 
 namespace cutcheck::test {
 

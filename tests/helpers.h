@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "author/builder.h"
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 #include "core/files.h"
 #include "core/limits.h"
 #include "reference/interpreter.h"

@@ -22,14 +22,14 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in cmake/cutcheck/cutcheckConfig.cmake cmake/cutcheck/cutcheckConfigVersion.cmake pkgconfig/cutcheck.pc; do
   [ -f "$(echo "$prefix"/lib*/"$f")" ] || { echo "not installed: $f" >&2; exit 1; }
 done
-[ -f "$prefix/include/cutcheck/conform/backend.h" ] || { echo "headers not under include/cutcheck/" >&2; exit 1; }
+[ -f "$prefix/include/cutcheck/backend/backend.h" ] || { echo "headers not under include/cutcheck/" >&2; exit 1; }
 for tool in ort llamacpp; do
   [ -x "$prefix/bin/cutcheck-$tool" ] || { echo "not installed: bin/cutcheck-$tool" >&2; exit 1; }
   for f in run.mjs package.json package-lock.json; do
     [ -f "$prefix/share/cutcheck/$tool/$f" ] || { echo "not installed: share/cutcheck/$tool/$f" >&2; exit 1; }
   done
 done
-for generic in core model conform; do
+for generic in core model backend campaign report; do
   [ ! -e "$prefix/include/$generic" ] || { echo "include/$generic installed: headers belong under include/cutcheck/" >&2; exit 1; }
 done
 if leaks=$(grep -rIl -e "$source" -e "$build" "$prefix"); then
@@ -124,10 +124,10 @@ ctest --test-dir "$tmp/build" --output-on-failure --no-tests=error
 # pkg-config alone: a campaign of the reference as a backend, compiled and linked from a
 # plain compiler line, which must pass.
 cat >"$tmp/campaign.cpp" <<'CPP'
-#include <conform/backend.h>
-#include <conform/campaign.h>
-#include <conform/report.h>
+#include <backend/backend.h>
+#include <campaign/campaign.h>
 #include <core/version.h>
+#include <report/report.h>
 #include <cstdio>
 int main(int, char** argv) {
   cutcheck::ReferenceBackend reference;

@@ -3,7 +3,7 @@
 // it; a refused cut makes a property unsupported, not failed.
 #include <gtest/gtest.h>
 
-#include "conform/backend_subject.h"
+#include "backend/backend_subject.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "harness/folder.h"

@@ -11,15 +11,15 @@
 #include "author/builder.h"
 #include "bound/error_bound.h"
 #include "bound/log_softmax.h"
-#include "conform/campaign.h"
-#include "conform/report.h"
-#include "conform/tolerance_report.h"
+#include "campaign/campaign.h"
+#include "campaign/tolerance_report.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

@@ -9,14 +9,14 @@
 #include <functional>
 #include <set>
 
-#include "conform/bisect.h"
-#include "conform/case_generation.h"
-#include "conform/op_suite.h"
-#include "conform/report.h"
+#include "campaign/bisect.h"
+#include "campaign/case_generation.h"
+#include "campaign/op_suite.h"
 #include "program/folder.h"
 #include "program/rewrite.h"
 #include "core/error.h"
 #include "faults/catalog.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

@@ -5,9 +5,9 @@
 #include <random>
 
 #include "bound/log_softmax.h"
-#include "conform/engine_judge.h"
-#include "conform/engine_protocol.h"
 #include "core/error.h"
+#include "engine/engine_judge.h"
+#include "engine/engine_protocol.h"
 
 namespace cutcheck {
 namespace {

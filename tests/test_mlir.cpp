@@ -7,11 +7,10 @@
 #include <cstdlib>
 
 #include "author/author.h"
-#include "conform/backend_runner.h"
-#include "conform/campaign.h"
-#include "conform/op_suite.h"
-#include "conform/report.h"
-#include "conform/serve_backend.h"
+#include "backend/backend_runner.h"
+#include "backend/serve_backend.h"
+#include "campaign/campaign.h"
+#include "campaign/op_suite.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "core/safetensors.h"
@@ -23,6 +22,7 @@
 #include "program/fingerprint.h"
 #include "program/folder.h"
 #include "program/inputs.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

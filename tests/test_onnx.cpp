@@ -9,15 +9,15 @@
 #include <cstdlib>
 
 #include "author/author.h"
-#include "conform/backend_runner.h"
-#include "conform/campaign.h"
+#include "backend/backend_runner.h"
+#include "campaign/campaign.h"
 #include "harness/generate.h"
 #include "model/llama2c.h"
 #include "model/weights.h"
-#include "conform/report.h"
 #include "core/process.h"
 #include "model/sharding.h"
 #include "onnx/export.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 
-#include "conform/merge.h"
-#include "conform/report.h"
 #include "core/error.h"
+#include "report/merge.h"
+#include "report/report.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {

@@ -7,9 +7,9 @@
 #include <random>
 #include <set>
 
-#include "conform/engine_case.h"
-#include "conform/engine_protocol.h"
 #include "core/files.h"
+#include "engine/engine_case.h"
+#include "engine/engine_protocol.h"
 #include "model/spec_knobs.h"
 #include "properties/spec_space.h"
 #include "tests/helpers.h"

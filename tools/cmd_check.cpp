@@ -3,9 +3,9 @@
 
 #include <thread>
 
-#include "conform/backend_subject.h"
-#include "conform/process_failure_stop.h"
-#include "conform/serve_backend.h"
+#include "backend/backend_subject.h"
+#include "backend/process_failure_stop.h"
+#include "backend/serve_backend.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/interrupt.h"

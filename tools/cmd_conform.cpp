@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
-#include "conform/op_suite.h"
-#include "conform/report.h"
-#include "conform/serve_backend.h"
+#include "backend/serve_backend.h"
+#include "campaign/op_suite.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/temp_folder.h"
+#include "report/report.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/progress.h"

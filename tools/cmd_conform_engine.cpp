@@ -6,11 +6,12 @@
 #include <optional>
 #include <thread>
 
-#include "conform/engine_campaign.h"
-#include "conform/report.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "engine/engine_campaign.h"
+#include "report/engine_report.h"
+#include "report/report.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 

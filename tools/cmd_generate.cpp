@@ -3,13 +3,13 @@
 #include <optional>
 #include <utility>
 
+#include "backend/backend_runner.h"
+#include "backend/serve_backend.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/temp_folder.h"
 #include "harness/generate.h"
-#include "conform/backend_runner.h"
-#include "conform/serve_backend.h"
 #include "harness/split.h"
 #include "model/weights.h"
 #include "tools/commands.h"

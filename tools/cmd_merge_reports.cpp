@@ -1,9 +1,9 @@
 #include <fmt/format.h>
 
-#include "conform/merge.h"
-#include "conform/report.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "report/merge.h"
+#include "report/report.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "conform/tolerance_report.h"
+#include "campaign/tolerance_report.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "tools/commands.h"

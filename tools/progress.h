@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "conform/campaign.h"
+#include "campaign/campaign.h"
 
 namespace cutcheck::cli {
 

@@ -2,10 +2,10 @@
 // run from GoogleTest like any other test of the project.
 #include <gtest/gtest.h>
 
-#include <conform/campaign.h>
-#include <conform/report.h>
+#include <campaign/campaign.h>
 #include <core/temp_folder.h>
 #include <core/version.h>
+#include <report/report.h>
 
 #include "embed_backend.h"
 

@@ -3,7 +3,7 @@
 // next token, the kind of bug a conformance campaign is for.
 #pragma once
 
-#include <conform/backend.h>
+#include <backend/backend.h>
 
 class EmbedBackend : public cutcheck::Backend {
  public:
