@@ -121,6 +121,15 @@ if [ -n "$llamacpp" ] && command -v node >/dev/null 2>&1 && [ -d "$source_dir/to
     --json report.json > out.txt 2> err.txt
   [ $? = 1 ] || fail "llama.cpp with its fault: not caught: $(cat out.txt err.txt)"
   check_json "llama.cpp with its fault, shrunk" "r['failures'][0]['shrink_runs'] > 0 and r['failures'][0]['shrunk']['ctx'] <= r['failures'][0]['original']['ctx'] and r['failures'][0]['shrunk']['case']['spec']['dim'] <= r['failures'][0]['original']['case']['spec']['dim']"
+  # Quantized models: llama.cpp's activation rounding beside Q4_0 weights is held, and a
+  # kernel reading each block's neighbour's scale is caught.
+  "$cutcheck" conform-engine --engine "$llamacpp" --precision q4_0 --cases 2 --json report.json > out.txt 2> err.txt
+  [ $? = 0 ] || fail "llama.cpp on Q4_0 did not pass: $(cat out.txt err.txt)"
+  check_json "llama.cpp on Q4_0" "r['counts']['passed'] == 2 and r['options']['precision'] == 'q4_0'"
+  "$cutcheck" conform-engine --engine "$llamacpp --fault scale" --precision q4_0 --cases 2 --no-shrink --keep keep-scale \
+    --json report.json > out.txt 2> err.txt
+  [ $? = 1 ] || fail "llama.cpp with the scale fault: not caught: $(cat out.txt err.txt)"
+  check_json "llama.cpp with the scale fault" "r['counts']['failed'] == 2"
   nothing_left "llama.cpp"
 elif [ -n "${CUTCHECK_REQUIRE_LLAMACPP:-}" ]; then
   fail "CUTCHECK_REQUIRE_LLAMACPP is set, but node or tools/llamacpp/node_modules is missing"

@@ -422,6 +422,12 @@ TEST(Tolerance, ReportShowsBoundsFairAndSharp) {
   const ToleranceReport r = tolerance_report(o);
   ASSERT_EQ(r.policies.size(), 4u);  // bound f32, bound bf16, fixed f32, fixed bf16
   for (const PolicyFigures& p : r.policies) {
+    // The cases listed with a false failure are those some correct backend failed.
+    int most = 0;
+    for (const auto& [name, n] : p.false_failures) most = std::max(most, n);
+    EXPECT_GE(int(p.false_failure_cases.size()), most) << p.tolerance.str();
+    EXPECT_EQ(p.false_failure_cases.empty(), most == 0) << p.tolerance.str();
+    if (!p.false_failure_cases.empty()) EXPECT_LT(*p.false_failure_cases.rbegin(), 100);
     if (!p.tolerance.bounded()) continue;
     for (const auto& [name, n] : p.false_failures) EXPECT_EQ(n, 0) << name << " under " << p.tolerance.str();
     for (const auto& [name, f] : p.faults)

@@ -1,4 +1,5 @@
 // Engine conformance: the log-softmax bound, the protocol's readers, the judge.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "engine/engine_judge.h"
 #include "engine/engine_protocol.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 namespace {
@@ -271,6 +273,33 @@ TEST(EngineProtocol, ResultsErrorsNameTheKey) {
   EXPECT_THAT(error(R"({"format": "cutcheck-engine-1", "results": [{"id": 0, "tokens": [1, 3], "logprobs": [[[0, -1]], [[0, -1], [0, -2]]]}]})", 1),
               HasSubstr("results[0].logprobs[1][1][0]: token 0 appears twice"));
   EXPECT_THAT(error(R"({"format": "cutcheck-engine-2", "results": []})"), HasSubstr("is not cutcheck-engine-1"));
+}
+
+// The quantized precisions: what the engine is handed (GGUF only) and how the activation
+// meeting each weight is rounded, by the weight's type in llama-quantize's recipe.
+TEST(EngineProtocol, QuantizedPrecisionsRoundWhatMeetsEachWeightByItsType) {
+  const EnginePrecision q4 = EnginePrecision::parse("q4_0"), k = EnginePrecision::parse("q4_k_m");
+  EXPECT_TRUE(q4.quantized());
+  EXPECT_EQ(q4.name(), "q4_0");
+  EXPECT_EQ(q4.compute, Precision::f32);
+  EXPECT_FALSE(EnginePrecision::parse("f16").quantized());
+  EXPECT_EQ(EnginePrecision::parse("f16").compute, Precision::f16);
+  EXPECT_THROW(EnginePrecision::parse("fp8"), Error);
+  ModelSpec s;  // rows of 64 (dim) and 96 (ffn): whole Q4_0 blocks, no whole K-quant super-blocks
+  s.vocab = 16, s.dim = 64, s.layers = 1, s.heads = 2, s.kv_heads = 1, s.head_dim = 32, s.ffn = 96;
+  auto meets = [&](const EnginePrecision& p, const std::string& w) {
+    const ActivationRounding r = p.weight_meets(s).at(w);
+    return fmt::format("{} {} {}", r.kind == ActivationRounding::Kind::f16 ? "f16" : "int8", r.block, r.f16_scale);
+  };
+  EXPECT_EQ(meets(q4, weight::wq(0)), "int8 32 true");           // Q4_0 beside Q8_0 blocks
+  EXPECT_EQ(meets(q4, weight::embedding()), "int8 32 true");     // the tied head: Q6_K falls back to Q8_0
+  EXPECT_EQ(meets(k, weight::wq(0)), "int8 32 true");            // Q4_K falls back to Q5_0
+  EXPECT_EQ(q4.weight_meets(s).count(weight::attention_norm(0)), 0u);  // a norm meets nothing
+  s.dim = 256, s.ffn = 512, s.head_dim = 128;
+  EXPECT_EQ(meets(k, weight::wq(0)), "int8 256 false");          // Q4_K beside Q8_K blocks
+  s.dim = 40, s.head_dim = 20;
+  EXPECT_EQ(meets(q4, weight::wq(0)), "f16 0 false");            // rows of 40: F16, beside f16
+  EXPECT_TRUE(EnginePrecision::parse("f32").weight_meets(s).empty());
 }
 
 TEST(EngineProtocol, DescriptionErrorsNameTheKey) {
