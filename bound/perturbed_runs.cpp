@@ -179,6 +179,14 @@ PerturbedRuns::~PerturbedRuns() = default;
 
 bool PerturbedRuns::perturbed(ValueId v) const { return shadow_[size_t(v)].elements() != 0; }
 
+Tensor PerturbedRuns::moved(ValueId v) const {
+  Tensor t = value_(v).clone();
+  auto m = t.as_mut<float>();
+  auto d = shadow_[size_t(v)].as<float>();
+  for (size_t i = 0; i < m.size(); ++i) m[i] = float(double(m[i]) + d[i]);
+  return t;
+}
+
 const Tensor& PerturbedRuns::perturbation(ValueId v) {
   if (perturbed(v)) return shadow_[size_t(v)];
   if (program_.type(v).dtype != DType::f32) return value_(v);  // the reference's value, unperturbed
@@ -292,11 +300,8 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
         return;
       }
       if (!any) return;  // f32 to an integer: the truncation of the perturbed value
-      Tensor moved = value_(a).clone();
-      auto x = moved.as_mut<float>();
-      auto dx = shadow_[size_t(a)].as<float>();
-      for (size_t i = 0; i < x.size(); ++i) x[i] = float(double(x[i]) + dx[i]);
-      keep_if_changed(run_kernel(op, {&moved}, type));
+      const Tensor x = moved(a);
+      keep_if_changed(run_kernel(op, {&x}, type));
       return;
     }
     case OpClass::compare: {
@@ -494,47 +499,29 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
       sums_[index]->chip_partials = chip_partial_squares(op, value_(op.operands[0]), value_(op.operands[1]), type, model_.chips);
   }
   Tensor change;
+  // Adds a part of the terms' change; the first part is the change.
+  auto add = [&](Tensor more) {
+    if (change.elements() == 0) {
+      change = std::move(more);
+      return;
+    }
+    auto c = change.as_mut<float>();
+    auto m = more.as<float>();
+    for (size_t i = 0; i < c.size(); ++i) c[i] = float(double(c[i]) + m[i]);
+  };
   const ValueId a = op.operands[0];
   if (dot) {
     const ValueId b = op.operands[1];
     if (perturbed(b)) change = run_kernel(op, {&value_(a), &shadow_[size_t(b)]}, type);
-    if (perturbed(a)) {
-      Tensor moved;  // b + db, where b is perturbed
-      if (perturbed(b)) {
-        moved = value_(b).clone();
-        auto m = moved.as_mut<float>();
-        auto db = shadow_[size_t(b)].as<float>();
-        for (size_t i = 0; i < m.size(); ++i) m[i] = float(double(m[i]) + db[i]);
-      }
-      Tensor more = run_kernel(op, {&shadow_[size_t(a)], perturbed(b) ? &moved : &value_(b)}, type);
-      if (change.elements() == 0) {
-        change = std::move(more);
-      } else {
-        auto c = change.as_mut<float>();
-        auto m = more.as<float>();
-        for (size_t i = 0; i < c.size(); ++i) c[i] = float(double(c[i]) + m[i]);
-      }
+    const Tensor b_moved = perturbed(b) && (perturbed(a) || meets_[index]) ? moved(b) : Tensor();
+    const Tensor& b_now = perturbed(b) ? b_moved : value_(b);  // the weight as the backend has it
+    if (perturbed(a)) add(run_kernel(op, {&shadow_[size_t(a)], &b_now}, type));
+    if (meets_[index]) {  // the activation's rounding where it meets the weight
+      const Tensor noise = met_rounding(*meets_[index], a, mix64(w.g.state, 0x6d656574));
+      add(run_kernel(op, {&noise, &b_now}, type));
     }
   } else if (perturbed(a)) {
     change = run_kernel(op, {&shadow_[size_t(a)]}, type);
-  }
-  if (meets_[index]) {  // the activation's rounding, times the weight as the backend has it
-    const ValueId b = op.operands[1];
-    Tensor weight = value_(b).clone();
-    if (perturbed(b)) {
-      auto m = weight.as_mut<float>();
-      auto db = shadow_[size_t(b)].as<float>();
-      for (size_t i = 0; i < m.size(); ++i) m[i] = float(double(m[i]) + db[i]);
-    }
-    const Tensor noise = met_rounding(*meets_[index], a, mix64(w.g.state, 0x6d656574));
-    Tensor more = run_kernel(op, {&noise, &weight}, type);
-    if (change.elements() == 0) {
-      change = std::move(more);
-    } else {
-      auto c = change.as_mut<float>();
-      auto m = more.as<float>();
-      for (size_t i = 0; i < c.size(); ++i) c[i] = float(double(c[i]) + m[i]);
-    }
   }
   auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>();
   const double u = accumulation_roundoff;

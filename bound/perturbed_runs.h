@@ -96,6 +96,7 @@ class PerturbedRuns {
   struct SumTerms;  // per reduce(add) or dot_general: its terms' squares and how many are nonzero
   struct Result;    // one result's deviations being written
   bool perturbed(ValueId v) const;
+  Tensor moved(ValueId v) const;  // v + dv, of a perturbed f32 value
   const Tensor& perturbation(ValueId v);  // the shadow of v, materialised (zeros) where it is none
   void leaf(ValueId v, uint64_t stream);
   void step(size_t index, const Operation& op, uint64_t stream);

@@ -54,9 +54,8 @@ void q8_0_block(const float* x, int64_t block, std::byte* out) {
   for (int j = 0; j < 32; ++j) out[q8_0_q + j] = std::byte(q8_0_code(x[j], id));
 }
 
-// quantize_row_q4_0_ref for one block: the value of largest magnitude (the first of equals)
-// gets code 0, so d = max / -8.
-void q4_0_block(const float* x, int64_t block, std::byte* out) {
+// The value of largest magnitude of a 32-value block, the first of equals, with its sign.
+float signed_max(const float* x) {
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < 32; ++j) {
     if (amax < std::fabs(x[j])) {
@@ -64,7 +63,13 @@ void q4_0_block(const float* x, int64_t block, std::byte* out) {
       max = x[j];
     }
   }
-  const float d = max / -8;
+  return max;
+}
+
+// quantize_row_q4_0_ref for one block: the value of largest magnitude gets code 0, so
+// d = max / -8.
+void q4_0_block(const float* x, int64_t block, std::byte* out) {
+  const float d = signed_max(x) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_u16(out + q4_0_d, f16_scale(d, QuantFormat::q4_0, block, "d"));
   for (int j = 0; j < 16; ++j) out[q4_0_q + j] = std::byte(q4_0_code(x[j], id) | q4_0_code(x[j + 16], id) << 4);
@@ -73,14 +78,7 @@ void q4_0_block(const float* x, int64_t block, std::byte* out) {
 // quantize_row_q5_0_ref for one block: Q4_0's rule with 5-bit codes, d = max / -16; the codes'
 // low nibbles packed as Q4_0's, their fifth bits in qh.
 void q5_0_block(const float* x, int64_t block, std::byte* out) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < 32; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  const float d = max / -16;
+  const float d = signed_max(x) / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_u16(out + q5_0_d, f16_scale(d, QuantFormat::q5_0, block, "d"));
   uint32_t qh = 0;

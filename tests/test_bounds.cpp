@@ -427,7 +427,9 @@ TEST(Tolerance, ReportShowsBoundsFairAndSharp) {
     for (const auto& [name, n] : p.false_failures) most = std::max(most, n);
     EXPECT_GE(int(p.false_failure_cases.size()), most) << p.tolerance.str();
     EXPECT_EQ(p.false_failure_cases.empty(), most == 0) << p.tolerance.str();
-    if (!p.false_failure_cases.empty()) EXPECT_LT(*p.false_failure_cases.rbegin(), 100);
+    if (!p.false_failure_cases.empty()) {
+      EXPECT_LT(*p.false_failure_cases.rbegin(), 100);
+    }
     if (!p.tolerance.bounded()) continue;
     for (const auto& [name, n] : p.false_failures) EXPECT_EQ(n, 0) << name << " under " << p.tolerance.str();
     for (const auto& [name, f] : p.faults)
