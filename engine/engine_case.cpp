@@ -131,11 +131,12 @@ rc::Gen<EngineCase> gen_engine_case(const EngineDescription& engine, const Engin
     if (space.spec) {
       c.spec = *space.spec;
     } else {
-      c.spec = within_limits(*gen_spec(specs), engine);
-      c.spec.dtype = space.dtype;
+      c.spec = *gen_spec(specs);
       auto whole = [&](int64_t n) { return (n + space.row_multiple - 1) / space.row_multiple * space.row_multiple; };
-      c.spec.dim = whole(c.spec.dim);
+      c.spec.dim = whole(c.spec.dim);  // the engine's limits come first
       c.spec.ffn = whole(c.spec.ffn);
+      c.spec = within_limits(c.spec, engine);
+      c.spec.dtype = space.dtype;
     }
     c.weight_seed = space.given_weights ? 0 : *rc::gen::inRange<uint64_t>(1, uint64_t(1) << 53);
     const int count = *rc::gen::inRange(1, std::max(1, space.requests) + 1);

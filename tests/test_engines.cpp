@@ -8,6 +8,7 @@
 #include "bound/log_softmax.h"
 #include "core/error.h"
 #include "engine/engine_judge.h"
+#include "engine/engine_case.h"
 #include "engine/engine_protocol.h"
 #include "model/weights.h"
 
@@ -300,6 +301,22 @@ TEST(EngineProtocol, QuantizedPrecisionsRoundWhatMeetsEachWeightByItsType) {
   s.dim = 40, s.head_dim = 20;
   EXPECT_EQ(meets(q4, weight::wq(0)), "f16 0 false");            // rows of 40: F16, beside f16
   EXPECT_TRUE(EnginePrecision::parse("f32").weight_meets(s).empty());
+}
+
+// A quantized precision's cases have dim and ffn in whole blocks, within the engine's limits.
+TEST(EngineProtocol, QuantizedCasesHaveWholeBlocksWithinTheLimits) {
+  const std::string base = R"("format": "cutcheck-engine-1", "name": "e", "model_formats": ["gguf"], "precisions": ["q4_0"], "max_context": 64)";
+  const EngineDescription free = EngineDescription::from_json(Json::parse("{" + base + "}"), "describe");
+  const EngineDescription small = EngineDescription::from_json(Json::parse("{" + base + R"(, "limits": {"dim": 16}})"), "describe");
+  EngineCaseSpace space;
+  space.row_multiple = 32;
+  for (int seed = 0; seed < 40; ++seed) {
+    const EngineCase c = gen_engine_case(free, space)(rc::Random(uint64_t(seed)), 100).value();
+    EXPECT_EQ(c.spec.dim % 32, 0) << c.str();
+    EXPECT_EQ(c.spec.ffn % 32, 0) << c.str();
+    const EngineCase d = gen_engine_case(small, space)(rc::Random(uint64_t(seed)), 100).value();
+    EXPECT_EQ(small.refuses(d.spec), "") << d.str();
+  }
 }
 
 TEST(EngineProtocol, DescriptionErrorsNameTheKey) {
