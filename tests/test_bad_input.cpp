@@ -384,6 +384,10 @@ std::vector<Bad> catalog() {
                is<FormatError>(),
                "m.gguf: tensor 'blk.1.ffn_down.weight' is Q8_0 of shape [16,24] (rows of 24 values): q8_0: a row of 24 "
                "values is not a whole number of 32-value blocks"});
+  c.push_back({"gguf Q5_0 rows not whole blocks", [] { gguf([](auto& g) { g.tensor("blk.1.ffn_down.weight").type = 6; }); },
+               is<FormatError>(),
+               "m.gguf: tensor 'blk.1.ffn_down.weight' is Q5_0 of shape [16,24] (rows of 24 values): q5_0: a row of 24 "
+               "values is not a whole number of 32-value blocks"});
   c.push_back({"gguf quantized block count that overflows", [] {
                  gguf([](auto& g) {
                    auto& t = g.tensor("blk.0.attn_q.weight");
