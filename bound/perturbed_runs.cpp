@@ -512,7 +512,7 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
   const ValueId a = op.operands[0];
   if (dot) {
     const ValueId b = op.operands[1];
-    if (perturbed(b)) change = run_kernel(op, {&value_(a), &shadow_[size_t(b)]}, type);
+    if (perturbed(b)) add(run_kernel(op, {&value_(a), &shadow_[size_t(b)]}, type));
     const Tensor b_moved = perturbed(b) && (perturbed(a) || meets_[index]) ? moved(b) : Tensor();
     const Tensor& b_now = perturbed(b) ? b_moved : value_(b);  // the weight as the backend has it
     if (perturbed(a)) add(run_kernel(op, {&shadow_[size_t(a)], &b_now}, type));
@@ -521,7 +521,7 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
       add(run_kernel(op, {&noise, &b_now}, type));
     }
   } else if (perturbed(a)) {
-    change = run_kernel(op, {&shadow_[size_t(a)]}, type);
+    add(run_kernel(op, {&shadow_[size_t(a)]}, type));
   }
   auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>();
   const double u = accumulation_roundoff;
@@ -550,13 +550,13 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
 Tensor PerturbedRuns::met_rounding(const ActivationRounding& how, ValueId activation, uint64_t stream) {
   const TensorType& type = program_.type(activation);
   auto x = value_(activation).as<float>();
-  const bool moved = perturbed(activation);
-  auto dx = moved ? shadow_[size_t(activation)].as<float>() : std::span<const float>();
+  const bool deviates = perturbed(activation);
+  auto dx = deviates ? shadow_[size_t(activation)].as<float>() : std::span<const float>();
   Tensor noise = Tensor::uninitialized(type);
   auto n = noise.as_mut<float>();
   SplitMix64 g{stream};
   const double scale = amplification_ / std::sqrt(3.0);  // uniform within h: h / sqrt(3)
-  auto at = [&](size_t i) { return double(x[i]) + (moved ? double(dx[i]) : 0.0); };
+  auto at = [&](size_t i) { return double(x[i]) + (deviates ? double(dx[i]) : 0.0); };
   if (how.kind == ActivationRounding::Kind::f16) {
     const HalfSpacing half(precision_info(Precision::f16));
     for (size_t i = 0; i < n.size(); ++i) {

@@ -115,7 +115,7 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
   const TensorMap weights = o.weights.empty() ? synthetic_weights(c.spec, c.weight_seed) : read_weights(o.weights, c.spec);
   // A quantized model's reference runs on the weights as the file stores them.
   ReferenceRunner reference(c.spec, o.precision.quantized() ? gguf_stored_weights(c.spec, weights, o.precision.file) : weights);
-  const Tolerance tolerance = Tolerance::bound(o.precision.compute);
+  const Tolerance tolerance = Tolerance::bound(o.precision.compute());
   BoundModel bound = tolerance.model();
   bound.weight_meets = o.precision.weight_meets(c.spec);
   std::vector<RequestExpectation> expected;

@@ -63,16 +63,13 @@ ModelFormat parse_model_format(const std::string& name) {
 
 std::string EnginePrecision::name() const { return gguf_file_type_name(file); }
 
-bool EnginePrecision::quantized() const {
-  return file == GgufFileType::q8_0 || file == GgufFileType::q4_0 || file == GgufFileType::q4_k_m;
-}
+bool EnginePrecision::quantized() const { return gguf_default_quant(file).has_value(); }
 
-DType EnginePrecision::spec_dtype() const {
-  switch (file) {
-    case GgufFileType::f16: return DType::f16;
-    case GgufFileType::bf16: return DType::bf16;
-    default: return DType::f32;
-  }
+DType EnginePrecision::spec_dtype() const { return gguf_float_dtype(file); }
+
+Precision EnginePrecision::compute() const {
+  const DType t = spec_dtype();
+  return t == DType::f16 ? Precision::f16 : t == DType::bf16 ? Precision::bf16 : Precision::f32;
 }
 
 std::map<std::string, ActivationRounding> EnginePrecision::weight_meets(const ModelSpec& spec) const {
@@ -104,10 +101,7 @@ int64_t EnginePrecision::block_values() const {
 }
 
 EnginePrecision EnginePrecision::parse(const std::string& name) {
-  EnginePrecision p;
-  p.file = parse_gguf_file_type(name, "precision");
-  p.compute = p.file == GgufFileType::f16 ? Precision::f16 : p.file == GgufFileType::bf16 ? Precision::bf16 : Precision::f32;
-  return p;
+  return {parse_gguf_file_type(name, "precision")};
 }
 
 EngineDescription EngineDescription::from_json(const Json& json, const std::string& source) {

@@ -30,10 +30,10 @@ ModelFormat parse_model_format(const std::string& name);  // throws Error naming
 // them as stored, the activations f32 but where they meet a stored weight in a contraction,
 // rounded there as llama.cpp's CPU matrix products round them).
 struct EnginePrecision {
-  Precision compute = Precision::f32;     // the activations' storage
   GgufFileType file = GgufFileType::f32;  // the weights' storage (a GGUF file type)
   std::string name() const;               // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"
   bool quantized() const;
+  Precision compute() const;  // the activations' storage: the float type's, f32 for a quantized model
   // Throws Error naming the precisions there are.
   static EnginePrecision parse(const std::string& name);
   // The dtype of a generated spec's weights: the float precision's, f32 for a quantized

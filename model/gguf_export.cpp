@@ -38,22 +38,6 @@ const FileTypeInfo& info(GgufFileType type) {
   throw Error("GGUF export: unknown file type");
 }
 
-// The format a quantized file type stores its matrices in by default
-// (llama_ftype_get_default_type); nullopt for the float types.
-std::optional<QuantFormat> default_quant(GgufFileType type) {
-  switch (type) {
-    case GgufFileType::q8_0: return QuantFormat::q8_0;
-    case GgufFileType::q4_0: return QuantFormat::q4_0;
-    case GgufFileType::q4_k_m: return QuantFormat::q4_K;
-    default: return std::nullopt;
-  }
-}
-
-// The dtype of a float file type's matrices (f32 for the quantized types' norms).
-DType float_dtype(GgufFileType type) {
-  return type == GgufFileType::f16 ? DType::f16 : type == GgufFileType::bf16 ? DType::bf16 : DType::f32;
-}
-
 // llama_tensor_get_type_impl's use_more_bits: the first and last eighth of the layers and
 // every third one between get more bits.
 bool use_more_bits(int64_t layer, int64_t layers) {
@@ -105,7 +89,7 @@ void put_metadata(Encoder& e, const ModelSpec& spec, GgufFileType type) {
   e.key_u32("general.alignment", alignment);
   e.key_u32("general.file_type", info(type).llama_ftype);
   // GGML_QNT_VERSION, as llama-quantize writes it.
-  if (default_quant(type)) e.key_u32("general.quantization_version", 2);
+  if (gguf_default_quant(type)) e.key_u32("general.quantization_version", 2);
   e.key_u32("llama.context_length", gguf_context_length);
   e.key_u32("llama.embedding_length", spec.dim);
   e.key_u32("llama.block_count", spec.layers);
@@ -194,6 +178,19 @@ void write_tensor(const FileSink& write, const ModelSpec& spec, const TensorMap&
 
 }  // namespace
 
+std::optional<QuantFormat> gguf_default_quant(GgufFileType type) {
+  switch (type) {
+    case GgufFileType::q8_0: return QuantFormat::q8_0;
+    case GgufFileType::q4_0: return QuantFormat::q4_0;
+    case GgufFileType::q4_k_m: return QuantFormat::q4_K;
+    default: return std::nullopt;
+  }
+}
+
+DType gguf_float_dtype(GgufFileType type) {
+  return type == GgufFileType::f16 ? DType::f16 : type == GgufFileType::bf16 ? DType::bf16 : DType::f32;
+}
+
 void check_gguf_expressible(const ModelSpec& spec) {
   const std::string format = "GGUF (llama.cpp's llama architecture)";
   if (spec.qk_norm)
@@ -237,8 +234,8 @@ GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight
   const auto w = std::find_if(layout.begin(), layout.end(), [&](const WeightInfo& i) { return i.name == weight; });
   if (w == layout.end()) throw Error(fmt::format("GGUF export: '{}' is not a weight of {}", weight, spec.summary()));
   if (w->shape.size() == 1) return {std::nullopt, DType::f32};  // norms stay F32
-  std::optional<QuantFormat> quant = default_quant(type);
-  if (!quant) return {std::nullopt, float_dtype(type)};
+  std::optional<QuantFormat> quant = gguf_default_quant(type);
+  if (!quant) return {std::nullopt, gguf_float_dtype(type)};
   const int64_t cols = w->shape.back();
   if (weight == weight::output() || (spec.tied && weight == weight::embedding())) {
     if (*quant != QuantFormat::q8_0) quant = cols % 256 == 0 ? QuantFormat::q6_K : QuantFormat::q8_0;
@@ -257,7 +254,7 @@ GgufTensorType gguf_tensor_type(const ModelSpec& spec, const std::string& weight
 }
 
 TensorMap gguf_stored_weights(const ModelSpec& spec, const TensorMap& weights, GgufFileType type) {
-  if (!default_quant(type)) throw Error(fmt::format("gguf_stored_weights: {} is no quantized file type", gguf_file_type_name(type)));
+  if (!gguf_default_quant(type)) throw Error(fmt::format("gguf_stored_weights: {} is no quantized file type", gguf_file_type_name(type)));
   check_weights(weights, spec, "weights to store");
   TensorMap out;
   for (const WeightInfo& w : weight_layout(spec)) {
@@ -288,13 +285,13 @@ void write_gguf(const fs::path& out, const ModelSpec& spec, const TensorMap& wei
   // The tensors in llama.cpp's converter's order, each at an aligned offset; norms (the
   // one-dimensional weights) stay F32, as llama.cpp's CPU kernels multiply by them.
   const auto names = checkpoint_name_map(spec, gguf_tensor_names);
-  const bool quantized = default_quant(type).has_value();
+  const bool quantized = gguf_default_quant(type).has_value();
   std::vector<TensorEntry> entries;
   uint64_t offset = 0;
   for (const WeightInfo& w : weight_layout(spec)) {
     const GgufTensorType stored = gguf_tensor_type(spec, w.name, type);
     // A float file's norms hold the file dtype's values; a quantized file's hold the weights'.
-    const DType values = quantized ? stored.dtype : float_dtype(type);
+    const DType values = quantized ? stored.dtype : gguf_float_dtype(type);
     const int64_t cols = w.shape.back();
     const uint64_t bytes = stored.quant ? uint64_t(bytes_for(*stored.quant, element_count(w.shape) / cols, cols))
                                         : TensorType{stored.dtype, w.shape}.bytes();

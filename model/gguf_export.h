@@ -38,6 +38,12 @@ std::string gguf_file_type_name(GgufFileType type);
 // Throws Error naming `option` for any other name.
 GgufFileType parse_gguf_file_type(const std::string& name, const std::string& option);
 GgufFileType gguf_file_type(DType dtype);  // f32, f16 or bf16
+// The format a quantized file type stores its matrices in by default
+// (llama_ftype_get_default_type); nullopt for the float types.
+std::optional<QuantFormat> gguf_default_quant(GgufFileType type);
+// The dtype of a float file type's matrices; f32 for the quantized types (their norms, and
+// the f32 weights they are quantized from).
+DType gguf_float_dtype(GgufFileType type);
 
 // How a file of `type` stores one weight (cutcheck's name): quantized in `quant`, or else as
 // `dtype` values. Norms (one-dimensional) are F32. In a quantized file the type is

@@ -69,7 +69,7 @@ Json engine_report_json(const EngineReport& report) {
               {"backend", report.engine},
               {"engine", report.description.to_json()},
               {"seed", o.seed},
-              {"tolerance", tolerance_json(Tolerance::bound(o.run.precision.compute))},
+              {"tolerance", tolerance_json(Tolerance::bound(o.run.precision.compute()))},
               {"options", options},
               {"run", {{"started", report.started}, {"host", report.host}, {"jobs", o.jobs}, {"shard", "1/1"},
                        {"seconds", report.seconds}}},

@@ -282,9 +282,9 @@ TEST(EngineProtocol, QuantizedPrecisionsRoundWhatMeetsEachWeightByItsType) {
   const EnginePrecision q4 = EnginePrecision::parse("q4_0"), k = EnginePrecision::parse("q4_k_m");
   EXPECT_TRUE(q4.quantized());
   EXPECT_EQ(q4.name(), "q4_0");
-  EXPECT_EQ(q4.compute, Precision::f32);
+  EXPECT_EQ(q4.compute(), Precision::f32);
   EXPECT_FALSE(EnginePrecision::parse("f16").quantized());
-  EXPECT_EQ(EnginePrecision::parse("f16").compute, Precision::f16);
+  EXPECT_EQ(EnginePrecision::parse("f16").compute(), Precision::f16);
   EXPECT_THROW(EnginePrecision::parse("fp8"), Error);
   ModelSpec s;  // rows of 64 (dim) and 96 (ffn): whole Q4_0 blocks, no whole K-quant super-blocks
   s.vocab = 16, s.dim = 64, s.layers = 1, s.heads = 2, s.kv_heads = 1, s.head_dim = 32, s.ffn = 96;
