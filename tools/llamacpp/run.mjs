@@ -118,6 +118,15 @@ const BLOCK_SCALE = {
 
 // The GGUF file `bytes` with each block of every quantized tensor given the next block's scale.
 function neighbourScale(bytes) {
+  try {
+    return withNeighbourScales(bytes);
+  } catch (e) {
+    if (e instanceof RangeError) throw new Failure(`--fault scale: the model file ends inside its header or a tensor (${e.message})`);
+    throw e;
+  }
+}
+
+function withNeighbourScales(bytes) {
   let at = 0;
   const u32 = () => { const v = bytes.readUInt32LE(at); at += 4; return v; };
   const u64 = () => { const v = Number(bytes.readBigUInt64LE(at)); at += 8; return v; };
@@ -213,13 +222,14 @@ async function run(args) {
   LlamaModel.prototype.tokenize = () => { throw new Error('cutcheck-llamacpp evaluates token ids only'); };
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   let modelPath = args.model, faulted = null;
-  if (args.fault === 'scale') {  // a copy of the model with the fault in it; the model's own file is an input
-    faulted = fs.mkdtempSync(path.join(os.tmpdir(), 'cutcheck-llamacpp-'));
-    modelPath = path.join(faulted, 'model.gguf');
-    fs.writeFileSync(modelPath, neighbourScale(fs.readFileSync(args.model)));
-  }
   let model;
   try {
+    if (args.fault === 'scale') {  // a copy of the model with the fault in it; the model's own file is an input
+      const bytes = neighbourScale(fs.readFileSync(args.model));
+      faulted = fs.mkdtempSync(path.join(os.tmpdir(), 'cutcheck-llamacpp-'));
+      modelPath = path.join(faulted, 'model.gguf');
+      fs.writeFileSync(modelPath, bytes);
+    }
     model = await llama.loadModel({ modelPath, gpuLayers: 0 });
   } finally {
     if (faulted) fs.rmSync(faulted, { recursive: true, force: true });
