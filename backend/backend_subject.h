@@ -4,10 +4,12 @@
 // cuts they compute, properties/agreement.h).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/process_failure_stop.h"
 #include "properties/subject.h"
 
 namespace cutcheck {
@@ -22,6 +24,9 @@ struct BackendSubjectOptions {
   // Runs after which a backend that failed every one of them the same way (backend/process_failure_stop.h)
   // has its later runs skipped; 0: never.
   int same_failure_limit = 3;
+  // The gate that applies that rule to every runner of the subject; made by backend_subject
+  // when unset. Given, it tells its owner afterwards whether it stopped the runs.
+  std::shared_ptr<ProcessFailureGate> gate = {};
 };
 
 // Throws Error when no width in `tp` splits the fixed spec.

@@ -49,6 +49,11 @@ TensorMap ProcessFailureGate::run(const std::function<TensorMap()>& backend_run)
   }
 }
 
+std::string ProcessFailureGate::stopped() const {
+  std::lock_guard lock(mutex_);
+  return stopped_;
+}
+
 void ProcessFailureGate::record(RunFailure f) {
   std::lock_guard lock(mutex_);
   if (judged_) return;

@@ -37,11 +37,13 @@ class ProcessFailureGate {
  public:
   ProcessFailureGate(std::string backend, int limit) : backend_(std::move(backend)), limit_(limit) {}
   TensorMap run(const std::function<TensorMap()>& backend_run);
+  // Why the later runs are skipped ("" while they are not): same_process_failure's sentence.
+  std::string stopped() const;
 
  private:
   void record(RunFailure f);
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::string backend_;
   int limit_;
   std::vector<RunFailure> first_;

@@ -1,5 +1,6 @@
 // The campaign engine, shared by every campaign whatever its case (`conform`: a cut on a
-// backend; `conform-engine`: a model on an engine). Cases are drawn from a RapidCheck
+// backend; `conform-engine`: a model on an engine; `check`: a property, on the reference
+// or a backend). Cases are drawn from a RapidCheck
 // generator, case i as a pure function of the seed and i, so that every shard and worker
 // sees the same case list; they run on `jobs` threads, each in a folder of its own, and
 // their results come back in case order, so that nothing reported depends on `jobs`. A
@@ -40,7 +41,17 @@ namespace cutcheck {
 template <class C, class R>
 struct CampaignPlan {
   explicit CampaignPlan(rc::Gen<C> cases_from) : gen(std::move(cases_from)) {}
+  // Cases given outright (case i is at(i)) rather than drawn: the engine has nothing to
+  // shrink them to, so shrinking is off (`check`: a case is a property, which RapidCheck
+  // shrinks within its own run).
+  static CampaignPlan given(std::function<C(int i)> at) {
+    CampaignPlan plan(rc::gen::just(C{}));
+    plan.case_at = std::move(at);
+    plan.shrink = false;
+    return plan;
+  }
   rc::Gen<C> gen;
+  std::function<C(int i)> case_at;
   uint64_t seed = 1;
   std::vector<int> cases;  // the case numbers this run takes, in order
   int jobs = 1;            // cases (and shrink candidates) run at once
@@ -51,6 +62,9 @@ struct CampaignPlan {
   // The stop rule: after how many first cases, and who is named ("the backend 'CMD'").
   int same_failure_limit = 3;
   std::string who;
+  // Why the campaign stops after those first cases, or "" to go on. Unset: when all of them
+  // failed with the same process failure (same_process_failure in campaign_record.h).
+  std::function<std::string(const std::vector<R>& first)> stop_rule;
   // Shrinking: off, or within `shrink_budget` runs and shrink_seconds(original) of wall
   // time per failure; a candidate counts as failing when still_fails(original, candidate).
   bool shrink = true;
@@ -335,12 +349,22 @@ template <class C, class R>
 void run_campaign(const CampaignPlan<C, R>& plan, const fs::path& root, CampaignRecord<R>& record) {
   using namespace campaign_detail;
   CasePool<C, R> pool(plan.run, plan.jobs);
-  for (int i : plan.cases) pool.submit(i, campaign_case(plan.gen, plan.seed, i).value(), root / fmt::format("case-{}", i));
+  // The cases past the first `limit` start once the stop rule has judged those: a process
+  // under test that cannot run costs `limit` runs, not one more per job.
+  const size_t limit = std::min(size_t(std::max(0, plan.same_failure_limit)), plan.cases.size());
+  size_t submitted = 0;
+  auto submit_up_to = [&](size_t n) {
+    for (; submitted < n; ++submitted) {
+      const int i = plan.cases[submitted];
+      pool.submit(i, plan.case_at ? plan.case_at(i) : campaign_case(plan.gen, plan.seed, i).value(),
+                  root / fmt::format("case-{}", i));
+    }
+  };
+  submit_up_to(limit > 0 ? limit : plan.cases.size());
 
   // Every case runs before any failure is shrunk, so that a process under test that fails
   // everything is found out first.
   std::map<int, fs::path> failed_folders;
-  const size_t limit = std::min(size_t(std::max(0, plan.same_failure_limit)), plan.cases.size());
   bool prefix_judged = false;
   while (pool.pending() > 0) {
     typename CasePool<C, R>::Done d = pool.next();
@@ -361,10 +385,13 @@ void run_campaign(const CampaignPlan<C, R>& plan, const fs::path& root, Campaign
         record.results[limit - 1].index == plan.cases[limit - 1]) {
       prefix_judged = true;
       std::vector<R> first(record.results.begin(), record.results.begin() + ptrdiff_t(limit));
-      record.stopped = same_process_failure(first, plan.same_failure_limit, plan.who);
+      record.stopped =
+          plan.stop_rule ? plan.stop_rule(first) : same_process_failure(first, plan.same_failure_limit, plan.who);
       if (!record.stopped.empty()) {
         pool.cancel();
         record.results = first;
+      } else {
+        submit_up_to(plan.cases.size());
       }
     }
     if (plan.on_case) plan.on_case();
@@ -382,11 +409,12 @@ void run_campaign(const CampaignPlan<C, R>& plan, const fs::path& root, Campaign
     for (const R* first : firsts) {
       const Evaluation<R> original{*first, failed_folders.at(first->index)};
       CampaignFailure<R> f{first->index, *first, *first};
-      const double budget = plan.shrink_seconds(*first);
-      const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
       fs::path kept = original.work;
       bool out_of_time = false;
       if (plan.shrink && record.stopped.empty()) {
+        const double budget = plan.shrink_seconds(*first);
+        const auto deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
         typename Shrinker<C, R>::Outcome s = shrinker.shrink(first->index, original, deadline);
         f.shrunk = s.smallest.result;
         f.shrunk.index = first->index;

@@ -127,6 +127,14 @@ grep -q "^STOPPED: the backend '.*hang.sh' timed out on each of the first 3 runs
 # Three runs, and the first failure's reproducer replaying once (the other properties get none).
 [ "$(wc -l < hang-runs.txt)" = 4 ] || fail "hang: $(wc -l < hang-runs.txt) runs: the runs past the third were not skipped"
 nothing_left "hang"
+# The same with 3 jobs: the first property's runs decide before any other property starts,
+# so the count stays 4 (not 3 a worker).
+rm hang-runs.txt
+check --backend "$PWD/counting-hang.sh" --timeout 1 --tp 1 --jobs 3
+[ $? = 1 ] || fail "hang, 3 jobs: not exit 1: $(cat out.txt err.txt)"
+[ "$(verdicts | awk '{ print $2 }' | sort -u)" = fails ] || fail "hang, 3 jobs: $(verdicts)"
+[ "$(wc -l < hang-runs.txt)" = 4 ] || fail "hang, 3 jobs: $(wc -l < hang-runs.txt) runs, not 4"
+nothing_left "hang, 3 jobs"
 
 # The MLIR backend in its spec precision: bitwise (docs/usage.md has the whole report).
 # Where MLIR 22 is not installed the backend refuses everything: skipped, unless

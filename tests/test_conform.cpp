@@ -198,6 +198,24 @@ TEST(Conform, ReportsBackendsThatCrashHangOrWriteGarbage) {
   expect_reported("no_output.sh", "outputs.safetensors': No such file or directory", false);
 }
 
+// The stop rule judges the first cases before any other starts: a backend that cannot
+// run costs those 3 runs, however many jobs there are (a wrapper logs every run).
+TEST(Conform, StopRuleStartsNothingPastTheFirstCases) {
+  const fs::path log = test::temp_dir("stop-rule-runs") / "runs";
+  CommandBackend crashing(fmt::format("{}/counted.sh {} sh {}/segfault.sh", backends, shell_quote(log.string()), backends),
+                          30);
+  ConformOptions o = options("stop-rule", 20);
+  o.jobs = 4;
+  o.shrink = false;
+  const ConformReport r = conform(crashing, o);
+  EXPECT_THAT(r.stopped, HasSubstr("killed by signal 11"));
+  EXPECT_EQ(r.results.size(), 3u);
+  std::ifstream in(log);
+  int runs = 0;
+  for (std::string line; std::getline(in, line);) ++runs;
+  EXPECT_EQ(runs, 3) << "cases past the first three started before the stop rule judged them";
+}
+
 // --no-shrink reports failures as found: the backend runs the cases and nothing else, no
 // shrinking and no bisection (a wrapper logs every run).
 TEST(Conform, NoShrinkRunsTheBackendOnTheCasesOnly) {

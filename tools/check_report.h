@@ -24,7 +24,7 @@ struct CheckRun {
   std::string reproducers = {};  // check --backend: the folder its failures' reproducers are kept in
 };
 
-// One property's result, and back (check --jobs passes results between processes so).
+// One property's result, and back (check's workers pass results to the campaign so).
 Json check_result_json(const CheckResult& r);
 CheckResult check_result_from_json(const Json& json);
 // The command that replays a failure, or "" when it has no reproduce string.

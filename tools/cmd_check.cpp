@@ -6,6 +6,7 @@
 #include "backend/backend_subject.h"
 #include "backend/process_failure_stop.h"
 #include "backend/serve_backend.h"
+#include "campaign/campaign_engine.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/interrupt.h"
@@ -13,7 +14,7 @@
 #include "core/provenance.h"
 #include "core/temp_folder.h"
 #include "core/version.h"
-#include "core/worker_processes.h"
+#include "core/process.h"
 #include "properties/check.h"
 #include "tools/check_report.h"
 #include "tools/commands.h"
@@ -43,24 +44,119 @@ struct Args {
   int jobs = 1;
   bool serve = false;
   Destinations destinations;
+  // A worker of `check` (hidden): checks this one property and writes its result here.
+  std::string property, result;
 };
 
-// Runs one property on the subject `make` builds (once per process that checks).
-using Checker = std::function<CheckResult(const Property&)>;
+// The case of `check`'s campaign: one property, checked in a process of its own (a worker:
+// `check` run again with --property), because RapidCheck keeps its generation context in
+// statics and so runs one property at a time per process.
+struct PropertyCase {
+  int index = 0;
+  std::string name;
+  Json to_json() const { return {{"property", name}}; }
+};
 
-// Runs `chosen`, calling `done` with each result in the catalog's order. With jobs > 1
-// the properties run in that many worker processes (core/worker_processes.h: RapidCheck
-// keeps its state in statics), each building its own subject (and backend servers) with
-// `make`.
-void check_all(const std::vector<const Property*>& chosen, const std::function<Checker()>& make, int jobs,
-               const std::function<void(CheckResult)>& done) {
-  run_in_worker_processes(
-      chosen.size(), jobs,
-      [&]() -> std::function<Json(size_t)> {
-        const Checker check_one = make();
-        return [&chosen, check_one](size_t i) { return check_result_json(check_one(*chosen[i])); };
-      },
-      [&](size_t, const Json& result) { done(check_result_from_json(result)); }, {"check --jobs", "check", "properties"});
+struct PropertyRun : CaseRun<PropertyCase> {
+  CheckResult result;
+};
+
+// A backend as the subject, working in a folder; the options every worker builds it from.
+struct BackendSetup {
+  BackendSubjectOptions options;
+  std::string command;
+  bool serve = false;
+  double timeout = 60;
+
+  Subject subject_in(const fs::path& folder) const {
+    // The backend lives as long as the subject's runners: shared by them.
+    std::shared_ptr<Backend> backend;
+    if (serve) backend = std::make_shared<ServeBackend>(command, timeout);
+    else backend = std::make_shared<CommandBackend>(command, timeout);
+    BackendSubjectOptions o = options;
+    o.work = folder;
+    o.keep = folder != options.work;
+    Subject s = backend_subject(*backend, o);
+    auto runner = s.runner;
+    auto split_runner = s.split_runner;
+    s.runner = [backend, runner](const ModelSpec& spec, const TensorMap& w) { return runner(spec, w); };
+    s.split_runner = [backend, split_runner](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
+      return split_runner(spec, w, tp);
+    };
+    return s;
+  }
+};
+
+BackendSetup backend_setup(const Args& a, const fs::path& work) {
+  BackendSetup b{{}, a.backend, a.serve, a.timeout};
+  if (a.spec != "random") b.options.spec = load_spec(a.spec);
+  if (!a.weights.empty() && !b.options.spec) throw Error("--weights needs --spec");
+  b.options.weights = a.weights;
+  b.options.tp = a.tp;
+  b.options.tolerance = tolerance_option("bound", a.precision);
+  b.options.work = work;
+  return b;
+}
+
+// The worker's side: checks a.property and writes its result, with the reason its
+// backend's later runs were skipped when the process-failure gate stopped them.
+void check_one_property(const Args& a) {
+  const Property& p = find_property(a.property);
+  InterruptScope interrupts;
+  const CheckOptions options{a.cases, a.seed, !a.no_shrink, a.reproduce};
+  Json out;
+  if (a.backend.empty()) {
+    out["result"] = check_result_json(check(p, Subject::reference(), options));
+  } else {
+    BackendSetup b = backend_setup(a, fs::path(a.result).parent_path());
+    b.options.gate = std::make_shared<ProcessFailureGate>(a.backend, b.options.same_failure_limit);
+    out["result"] = check_result_json(check(p, b.subject_in(b.options.work), options));
+    out["stopped"] = b.options.gate->stopped();
+  }
+  write_file_atomic(a.result, json_text(out));
+}
+
+// The command that runs the worker for `property`, with every option that shapes its cases.
+std::string worker_command(const Args& a, const std::string& property, const fs::path& result) {
+  std::vector<std::string> words{fs::read_symlink("/proc/self/exe").string(), "check", "--cases", std::to_string(a.cases),
+                                 "--seed", std::to_string(a.seed), "--property", property, "--result", result.string()};
+  auto add = [&](std::initializer_list<std::string> more) { words.insert(words.end(), more); };
+  if (a.no_shrink) add({"--no-shrink"});
+  if (!a.reproduce.empty()) add({"--reproduce", a.reproduce});
+  if (!a.backend.empty()) {
+    add({"--backend", a.backend, "--spec", a.spec, "--precision", a.precision, "--timeout", fmt::format("{}", a.timeout),
+         "--tp", fmt::format("{}", fmt::join(a.tp, ","))});
+    if (a.serve) add({"--serve"});
+    if (!a.weights.empty()) add({"--weights", a.weights});
+  }
+  std::string command;
+  for (const std::string& w : words) command += (command.empty() ? "" : " ") + shell_quote(w);
+  return command;
+}
+
+// The parent's side of one case: runs the worker in `work` and reads what it found. A
+// worker that fails is cutcheck's own error (the backend runs in processes of its own).
+PropertyRun run_worker(const Args& a, const PropertyCase& c, const fs::path& work) {
+  fs::create_directories(work);
+  const fs::path result = work / "result.json";
+  // No time limit of its own: the backend's runs have theirs, and a property's length is its cases'.
+  const ProcessResult p = run_process(worker_command(a, c.name, result), 1e7, 16384);
+  if (!p.ok() || !fs::exists(result)) {
+    std::string tail = p.stderr_tail;
+    while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+    throw Error(fmt::format("check: the process checking {} {}{}", c.name, p.describe(),
+                            tail.empty() ? "" : ": " + tail));
+  }
+  const Json out = parse_json(read_file(result, 1 << 24), result.string());
+  PropertyRun r;
+  r.c = c;
+  r.result = check_result_from_json(out.at("result"));
+  r.verdict = r.result.verdict() == "unsupported" ? Verdict::unsupported
+              : r.result.passed                   ? Verdict::passed
+                                                  : Verdict::failed;
+  r.process_failure = out.value("stopped", "");
+  r.seconds = r.result.seconds;
+  return r;
 }
 
 std::string figure(const CheckResult& r) {
@@ -74,12 +170,12 @@ std::string figure(const CheckResult& r) {
 // The reproducer of a backend property's failure: the failing case replayed once with its
 // runners' folders (programs and weights) kept, and report.txt saying how to re-run it.
 void keep_reproducer(const fs::path& folder, const Property& p, const CheckResult& r, const CheckRun& run,
-                     const std::function<Subject(const fs::path&)>& subject_in) {
+                     const BackendSetup& backend) {
   fs::remove_all(folder);
   fs::create_directories(folder);
   std::string replayed = "not replayed (no reproduce string)";
   if (!r.reproduce.empty()) {
-    const CheckResult again = check(p, subject_in(folder / "runs"), {1, run.seed, false, r.reproduce});
+    const CheckResult again = check(p, backend.subject_in(folder / "runs"), {1, run.seed, false, r.reproduce});
     replayed = again.passed ? "the replay passed: this failure did not repeat (a nondeterministic backend?)"
                             : "the replay failed again; runs/ holds a folder per runner: its program folders "
                                       "(cut0, ...), weights, and each run's cut, inputs and outputs (run-N.*)";
@@ -91,6 +187,7 @@ void keep_reproducer(const fs::path& folder, const Property& p, const CheckResul
 }
 
 void run_checks(const Args& a) {
+  if (!a.property.empty()) return check_one_property(a);
   const bool on_backend = !a.backend.empty();
   // The defaults: only --keep has one, and only a backend's failures are kept there.
   if (on_backend) a.destinations.check();
@@ -101,47 +198,23 @@ void run_checks(const Args& a) {
     throw Error(fmt::format("--filter '{}' selects no property{}", a.filter, on_backend ? " that applies to a backend" : ""));
 
   CheckRun run{a.seed, a.cases, a.filter, utc_now(), host_name()};
-  BackendSubjectOptions bo;
-  std::function<Subject(const fs::path&)> subject_in;  // a backend subject working in a folder
-  std::optional<TempFolder> work;
-  std::unique_ptr<InterruptScope> interrupts;
+  InterruptScope interrupts;
+  TempFolder root("check");
+  std::optional<BackendSetup> backend;
   if (on_backend) {
-    if (a.spec != "random") bo.spec = load_spec(a.spec);
-    if (!a.weights.empty() && !bo.spec) throw Error("--weights needs --spec");
-    bo.weights = a.weights;
-    bo.tp = a.tp;
-    bo.tolerance = tolerance_option("bound", a.precision);
+    backend = backend_setup(a, root.path());
     if (std::none_of(a.tp.begin(), a.tp.end(), [](int64_t tp) { return tp > 1; }))
       std::erase_if(chosen, [](const Property* p) { return p->name.starts_with("tp."); });
     run.backend = a.backend + (a.serve ? " --serve" : "");
     std::string prefix = fmt::format("cutcheck check --backend '{}'{} --precision {} --seed {} --tp {}", a.backend,
                                      a.serve ? " --serve" : "", a.precision, a.seed, fmt::join(a.tp, ","));
     if (a.timeout != Args{}.timeout) prefix += fmt::format(" --timeout {}", a.timeout);
-    if (bo.spec) prefix += fmt::format(" --spec '{}'", fs::exists(a.spec) ? fs::absolute(a.spec).string() : a.spec);
+    if (backend->options.spec)
+      prefix += fmt::format(" --spec '{}'", fs::exists(a.spec) ? fs::absolute(a.spec).string() : a.spec);
     if (!a.weights.empty()) prefix += fmt::format(" --weights '{}'", fs::absolute(a.weights).string());
     run.replay_prefix = prefix;
     run.reproducers = fs::absolute(a.keep).string();
-    interrupts = std::make_unique<InterruptScope>();
-    work.emplace("check");
-    bo.work = work->path();
-    subject_in = [a, bo](const fs::path& folder) {
-      // The backend lives as long as the subject's runners: shared by them.
-      std::shared_ptr<Backend> backend;
-      if (a.serve) backend = std::make_shared<ServeBackend>(a.backend, a.timeout);
-      else backend = std::make_shared<CommandBackend>(a.backend, a.timeout);
-      BackendSubjectOptions o = bo;
-      o.work = folder;
-      o.keep = folder != bo.work;
-      Subject s = backend_subject(*backend, o);
-      auto runner = s.runner;
-      auto split_runner = s.split_runner;
-      s.runner = [backend, runner](const ModelSpec& spec, const TensorMap& w) { return runner(spec, w); };
-      s.split_runner = [backend, split_runner](const ModelSpec& spec, const TensorMap& w, int64_t tp) {
-        return split_runner(spec, w, tp);
-      };
-      return s;
-    };
-    subject_in(bo.work);  // refuses a spec no --tp splits, or unreadable weights, before any property runs
+    backend->subject_in(root.path());  // refuses a spec no --tp splits, or unreadable weights, before any property runs
   } else {
     for (const auto& [set, option] : std::initializer_list<std::pair<bool, const char*>>{
              {a.serve, "--serve"}, {a.spec != "random", "--spec"}, {!a.weights.empty(), "--weights"},
@@ -149,7 +222,6 @@ void run_checks(const Args& a) {
       if (set) throw Error(fmt::format("{} goes with --backend: the reference's properties take none", option));
   }
 
-  const CheckOptions options{a.cases, a.seed, !a.no_shrink, a.reproduce};
   auto write = [&] {
     const Json report = check_report_json(run);
     if (!a.json.empty()) write_file_atomic(a.json, json_text(report));
@@ -160,47 +232,61 @@ void run_checks(const Args& a) {
   std::fflush(stdout);
   int total = 0;
   double seconds = 0;
-  auto make = [&]() -> Checker {
-    auto subject = std::make_shared<Subject>(on_backend ? subject_in(bo.work) : Subject::reference());
-    return [subject, options](const Property& p) { return check(p, *subject, options); };
-  };
-  try {
-    check_all(chosen, make, a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency())),
-              [&](CheckResult r) {
-                const std::string verdict = on_backend ? r.verdict() : r.passed ? "ok" : "FAIL";
-                fmt::print("{:<{}} {:>6}  {:<16} {:>8.2f}  {}\n", r.property, width, r.cases, verdict, r.seconds,
-                           figure(r));
-                std::fflush(stdout);
-                total += r.cases;
-                seconds += r.seconds;
-                run.results.push_back(std::move(r));
-                write();
-              });
-  } catch (const Interrupted&) {  // the report keeps the properties checked so far ("finished": false)
+  // A property's line and report entry, in the catalog's order whatever the order they finish in.
+  auto report = [&](CheckResult r) {
+    const std::string verdict = on_backend ? r.verdict() : r.passed ? "ok" : "FAIL";
+    fmt::print("{:<{}} {:>6}  {:<16} {:>8.2f}  {}\n", r.property, width, r.cases, verdict, r.seconds, figure(r));
+    std::fflush(stdout);
+    total += r.cases;
+    seconds += r.seconds;
+    run.results.push_back(std::move(r));
     write();
-    throw;
-  }
-  // The failures' reproducers, once every property is in.
-  std::vector<const CheckResult*> failures;
-  for (const CheckResult& r : run.results)
-    if (!r.passed) failures.push_back(&r);
+  };
+
+  auto plan = CampaignPlan<PropertyCase, PropertyRun>::given([&](int i) { return PropertyCase{i, chosen[size_t(i)]->name}; });
+  plan.seed = a.seed;
+  for (size_t i = 0; i < chosen.size(); ++i) plan.cases.push_back(int(i));
+  plan.jobs = a.jobs > 0 ? a.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  plan.run = [&](const PropertyCase& c, const fs::path& work) { return run_worker(a, c, work); };
+  // The stop rule: the first property's own runs decide. When its backend's first runs all
+  // failed the same way (its worker's gate), every other property would only repeat that.
+  plan.same_failure_limit = 1;
+  plan.stop_rule = [](const std::vector<PropertyRun>& first) { return first.front().process_failure; };
+  plan.group = [](const PropertyRun& r) { return r.c.name; };
   // Failures the process-failure gate cut short get no reproducer: replaying would only repeat the failure.
-  std::vector<const CheckResult*> skipped;
-  std::erase_if(failures, [&](const CheckResult* r) {
-    if (!skipped_by_failure_gate(r->failure)) return false;
-    skipped.push_back(r);
-    return true;
-  });
-  if (on_backend)
-    for (const CheckResult* r : failures) {
-      const fs::path folder = fs::path(run.reproducers) / r->property;
-      try {
-        keep_reproducer(folder, find_property(r->property), *r, run, subject_in);
-      } catch (const fs::filesystem_error& e) {  // the user's --keep, not a bug: exit 2
-        throw IoError(fmt::format("--keep: cannot write the reproducer of {} to '{}': {}", r->property,
-                                  folder.string(), e.code().message()));
-      }
+  plan.keep = [&](CampaignFailure<PropertyRun>& f, const fs::path&, bool) {
+    const CheckResult& r = f.original.result;
+    if (!on_backend || skipped_by_failure_gate(r.failure)) return;
+    f.reproducer = fs::path(run.reproducers) / r.property;
+    try {
+      keep_reproducer(f.reproducer, find_property(r.property), r, run, *backend);
+    } catch (const fs::filesystem_error& e) {  // the user's --keep, not a bug: exit 2
+      throw IoError(fmt::format("--keep: cannot write the reproducer of {} to '{}': {}", r.property,
+                                f.reproducer.string(), e.code().message()));
     }
+  };
+  CampaignRecord<PropertyRun> record;
+  plan.on_case = [&] {
+    while (run.results.size() < record.results.size() && record.results[run.results.size()].index == int(run.results.size()))
+      report(record.results[run.results.size()].result);
+  };
+  run_campaign(plan, root.path(), record);
+  if (record.interrupted) {  // the report keeps the properties checked so far ("finished": false)
+    write();
+    throw Interrupted{record.interrupted};
+  }
+  // After a stop, the properties not run fail with its reason, as their runs would have.
+  for (size_t i = run.results.size(); !record.stopped.empty() && i < chosen.size(); ++i) {
+    CheckResult skipped;
+    skipped.property = chosen[i]->name;
+    skipped.failure = record.stopped;
+    skipped.backend = true;
+    report(std::move(skipped));
+  }
+
+  std::vector<const CheckResult*> failures, skipped;
+  for (const CheckResult& r : run.results)
+    if (!r.passed) (skipped_by_failure_gate(r.failure) ? skipped : failures).push_back(&r);
   run.finished = true;
   write();
   fmt::print("{} properties, {} cases in {:.2f} s ({:.0f} cases/s), seed {}\n", chosen.size(), total, seconds,
@@ -262,6 +348,9 @@ void add_check(CLI::App& app) {
   args->destinations.add(cmd, "--keep", args->keep, "with --backend: folder for the reproducers of failures",
                          Destinations::Kind::folder)
       ->capture_default_str();
+  // A worker's options (the campaign runs each property so): not for users.
+  cmd->add_option("--property", args->property)->group("");
+  cmd->add_option("--result", args->result)->group("");
   cmd->callback([args] { run_checks(*args); });
 }
 
