@@ -141,6 +141,7 @@ PropertyRun run_worker(const Args& a, const PropertyCase& c, const fs::path& wor
   const fs::path result = work / "result.json";
   // No time limit of its own: the backend's runs have theirs, and a property's length is its cases'.
   const ProcessResult p = run_process(worker_command(a, c.name, result), 1e7, 16384);
+  throw_if_interrupted();  // a worker that ended with cutcheck's own interruption is part of it
   if (!p.ok() || !fs::exists(result)) {
     std::string tail = p.stderr_tail;
     while (!tail.empty() && tail.back() == '\n') tail.pop_back();
