@@ -30,8 +30,10 @@ class Allowance {
   void add(int r, const Tensor& deviation);
   // Per element: max(spread * rms, max |deviation|) over the runs; where the probes show
   // the element does not follow its errors smoothly, at least chaos_margin times the
-  // largest deviation of any such element of the tensor; infinity where a run's deviation
-  // was not finite (it left the precision's range, or became NaN).
+  // largest deviation of any such element of the tensor, and in a tensor with such an
+  // element, every element at least chaos_margin times its own largest deviation;
+  // infinity where a run's deviation was not finite (it left the precision's range, or
+  // became NaN).
   Tensor bound() const;
   bool complete() const { return added_ == model_.total_runs(); }
 

@@ -56,7 +56,8 @@ struct BoundModel {
   // Where the computation is smooth, a probe's deviation is half its twin's; where it is
   // not (attention flipping between keys whose scores a correct backend cannot tell
   // apart), the two differ by more than `nonlinearity` of the twin's, and the element is
-  // held to `chaos_margin` times the largest deviation of any such element of its tensor.
+  // held to `chaos_margin` times the largest deviation of any such element of its tensor
+  // (and every element of that tensor to `chaos_margin` times its own largest).
   int probes = 4;
   double nonlinearity = 0.25;
   double chaos_margin = 2;

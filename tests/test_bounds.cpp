@@ -185,6 +185,33 @@ TEST(ErrorBounds, AttentionOverSaturatedScoresCoversEveryDistribution) {
 // maximum up to the maximum, the backend's s - max is 0 and rounds as 0 does, so its
 // exp(s - max) stays at 1: drawn at the reference's -2000 (bf16 spacing 8), the rounding
 // would make that exp anything up to e^20 and overflow in a deep enough model.
+// The chaos rule, on hand-made deviations of three elements over 4 runs and 2 probes
+// (the probes repeat runs 0 and 1 at half their size). Element 0 flips: its probes do not
+// halve. Element 1 is smooth, and its largest deviation (0.4) is above the 3 RMS (0.6) only
+// when doubled: in a tensor where element 0 flips, another flip than the runs found may
+// move it further than its own runs did, so it is held to twice its largest, 0.8; with no
+// flip in the tensor, to 0.6.
+TEST(ErrorBounds, EveryElementOfATensorThatFlipsIsHeldToTwiceItsLargestDeviation) {
+  BoundModel model;
+  model.runs = 4;
+  model.probes = 2;
+  auto allowance = [&](bool element0_flips) {
+    const std::vector<std::vector<float>> runs = {
+        {1.0f, 0.4f, 0.0f}, {-0.1f, 0.0f, 0.0f}, {0.1f, 0.0f, 0.0f}, {0.1f, 0.0f, 0.0f},  // runs 0-3
+        {element0_flips ? 0.0f : 0.5f, 0.2f, 0.0f}, {element0_flips ? 0.0f : -0.05f, 0.0f, 0.0f}};  // probes
+    Allowance a(model);
+    for (size_t r = 0; r < runs.size(); ++r) a.add(int(r), Tensor::of_f32({3}, runs[r]));
+    const Tensor b = a.bound();
+    return std::vector<float>(b.as<float>().begin(), b.as<float>().end());
+  };
+  const std::vector<float> smooth = allowance(false), flipping = allowance(true);
+  EXPECT_FLOAT_EQ(smooth[1], 0.6f);
+  EXPECT_FLOAT_EQ(flipping[1], 0.8f) << "a smooth element of a tensor that flips keeps only its own runs' size";
+  EXPECT_FLOAT_EQ(flipping[0], 2.0f) << "a flipping element: twice the largest flip of its tensor";
+  EXPECT_FLOAT_EQ(smooth[0], 3.0f * std::sqrt((1.0f + 0.01f + 0.01f + 0.01f) / 4));
+  EXPECT_EQ(flipping[2], 0.0f) << "an element no run moves has nothing to double";
+}
+
 TEST(ErrorBounds, RoundingIsDrawnAtTheBackendsValue) {
   Builder b("numerator");
   const ValueId s = b.input("s", {DType::f32, {1, 2}});
