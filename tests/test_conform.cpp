@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "faults/catalog.h"
 #include "report/report.h"
+#include "model/spec_knobs.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
@@ -408,11 +409,11 @@ TEST(Conform, AFixedFunctionBackendRunsFromTheFolderContractAlone) {
   family.kinds = {CutKind::decode, CutKind::forward};
   family.specs.fix("rope_style=interleaved");
   family.specs.fix("head_dim=dim/heads");
-  // The plain Llama family. (With llama3 rope scaling the engine's frequency table, in
-  // double, differs from the program's f32 one by a fraction of an ulp, which long
-  // positions amplify past the f32 bound: 2.2x at pos 507. docs/spec-knobs.md.)
-  for (const char* off : {"rope_scaling=null", "attention_bias=false", "qk_norm=false", "sliding_window=null"})
-    family.specs.fix(off);
+  // The plain Llama family: every knob off, a knob added later included. (With llama3
+  // rope scaling the engine's frequency table, in double, differs from the program's f32
+  // one by a fraction of an ulp, which long positions amplify past the f32 bound: 2.2x at
+  // pos 507. docs/spec-knobs.md.)
+  for (const SpecKnob& knob : spec_knobs()) family.specs.fix(knob.name + "=" + knob.off.dump());
   // The engine computes rotary angles in double; the reference rounds pos * freq to f32,
   // which is off by up to pos * 2^-24 rad (2.4e-4 at pos 4000), past the fixed f32
   // tolerance for 1 case in 200 with ctx up to 4096 (issue #14). Up to 512 it is 3e-5.
