@@ -52,13 +52,14 @@ class FolderRunner : public CutRunner {
 
 }  // namespace
 
-Subject backend_subject(Backend& backend, const BackendSubjectOptions& o) {
+Subject backend_subject(Backend& backend, const BackendSubjectOptions& o, std::shared_ptr<ProcessFailureGate>* gate_out) {
   Subject s = Subject::reference();
   s.tolerance = o.tolerance;
   s.agreement = std::make_shared<Agreement>(o.tolerance);
   s.agreement->backend_failure = [](const std::exception& e) { return dynamic_cast<const BackendFailed*>(&e) != nullptr; };
   fs::create_directories(o.work);
-  auto gate = o.gate ? o.gate : std::make_shared<ProcessFailureGate>(backend.name(), o.same_failure_limit);
+  auto gate = std::make_shared<ProcessFailureGate>(backend.name(), o.same_failure_limit);
+  if (gate_out) *gate_out = gate;
   s.runner = [&backend, o, gate](const ModelSpec& spec, const TensorMap& weights) -> std::unique_ptr<CutRunner> {
     return std::make_unique<FolderRunner>(backend, spec, weights, 1, o, gate);
   };

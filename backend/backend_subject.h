@@ -24,12 +24,12 @@ struct BackendSubjectOptions {
   // Runs after which a backend that failed every one of them the same way (backend/process_failure_stop.h)
   // has its later runs skipped; 0: never.
   int same_failure_limit = 3;
-  // The gate that applies that rule to every runner of the subject; made by backend_subject
-  // when unset. Given, it tells its owner afterwards whether it stopped the runs.
-  std::shared_ptr<ProcessFailureGate> gate = {};
 };
 
-// Throws Error when no width in `tp` splits the fixed spec.
-Subject backend_subject(Backend& backend, const BackendSubjectOptions& options);
+// Throws Error when no width in `tp` splits the fixed spec. `gate`, when given, receives
+// the process-failure gate every runner of the subject shares (ProcessFailureGate::stopped
+// tells afterwards whether it skipped runs).
+Subject backend_subject(Backend& backend, const BackendSubjectOptions& options,
+                        std::shared_ptr<ProcessFailureGate>* gate = nullptr);
 
 }  // namespace cutcheck

@@ -135,6 +135,11 @@ check --backend "$PWD/counting-hang.sh" --timeout 1 --tp 1 --jobs 3
 [ "$(verdicts | awk '{ print $2 }' | sort -u)" = fails ] || fail "hang, 3 jobs: $(verdicts)"
 [ "$(wc -l < hang-runs.txt)" = 4 ] || fail "hang, 3 jobs: $(wc -l < hang-runs.txt) runs, not 4"
 nothing_left "hang, 3 jobs"
+# A server is named as it is run, in the STOPPED line too.
+check --backend "$PWD/counting-hang.sh" --serve --timeout 1 --tp 1
+grep -q "^STOPPED: the backend '.*hang.sh --serve' timed out on each of the first 3 runs" out.txt ||
+  fail "hang, --serve: no STOPPED line naming the server: $(cat out.txt)"
+nothing_left "hang, --serve"
 
 # The MLIR backend in its spec precision: bitwise (docs/usage.md has the whole report).
 # Where MLIR 22 is not installed the backend refuses everything: skipped, unless

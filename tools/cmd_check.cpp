@@ -68,7 +68,8 @@ struct BackendSetup {
   bool serve = false;
   double timeout = 60;
 
-  Subject subject_in(const fs::path& folder) const {
+  // `gate`, when given, receives the subject's process-failure gate.
+  Subject subject_in(const fs::path& folder, std::shared_ptr<ProcessFailureGate>* gate = nullptr) const {
     // The backend lives as long as the subject's runners: shared by them.
     std::shared_ptr<Backend> backend;
     if (serve) backend = std::make_shared<ServeBackend>(command, timeout);
@@ -76,7 +77,7 @@ struct BackendSetup {
     BackendSubjectOptions o = options;
     o.work = folder;
     o.keep = folder != options.work;
-    Subject s = backend_subject(*backend, o);
+    Subject s = backend_subject(*backend, o, gate);
     auto runner = s.runner;
     auto split_runner = s.split_runner;
     s.runner = [backend, runner](const ModelSpec& spec, const TensorMap& w) { return runner(spec, w); };
@@ -108,10 +109,10 @@ void check_one_property(const Args& a) {
   if (a.backend.empty()) {
     out["result"] = check_result_json(check(p, Subject::reference(), options));
   } else {
-    BackendSetup b = backend_setup(a, fs::path(a.result).parent_path());
-    b.options.gate = std::make_shared<ProcessFailureGate>(a.backend, b.options.same_failure_limit);
-    out["result"] = check_result_json(check(p, b.subject_in(b.options.work), options));
-    out["stopped"] = b.options.gate->stopped();
+    const BackendSetup b = backend_setup(a, fs::path(a.result).parent_path());
+    std::shared_ptr<ProcessFailureGate> gate;
+    out["result"] = check_result_json(check(p, b.subject_in(b.options.work, &gate), options));
+    out["stopped"] = gate->stopped();
   }
   write_file_atomic(a.result, json_text(out));
 }
