@@ -4,6 +4,7 @@
 #include "core/process.h"
 #include "core/safetensors.h"
 #include "core/temp_folder.h"
+#include "core/text.h"
 #include "harness/folder.h"
 #include "harness/variants.h"
 
@@ -38,13 +39,6 @@ class CommandLowered : public Lowered {
   }
 
  private:
-  static std::string last_line(const std::string& text) {
-    std::string t = text;
-    while (!t.empty() && t.back() == '\n') t.pop_back();
-    size_t at = t.rfind('\n');
-    return at == std::string::npos ? t : t.substr(at + 1);
-  }
-
   std::string command_;
   fs::path folder_;
   double timeout_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
+#include "core/text.h"
 
 namespace cutcheck {
 namespace {
@@ -24,10 +25,7 @@ std::string same_process_failure(const std::vector<RunFailure>& first, int limit
   std::string why = fmt::format("{} {} on each of the first {} {}; {}", who, r.process_failure, limit, unit,
                                 consequence);
   if (r.process_failure == "exited with 127") why += " (127: the shell did not find the command?)";
-  std::string tail = r.stderr_tail;
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-  if (size_t at = tail.rfind('\n'); at != std::string::npos) tail = tail.substr(at + 1);
-  if (!tail.empty()) why += fmt::format("; its stderr ends: {}", tail);
+  if (const std::string tail = last_line(r.stderr_tail); !tail.empty()) why += fmt::format("; its stderr ends: {}", tail);
   return why;
 }
 

@@ -76,4 +76,11 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  const size_t at = t.rfind('\n');
+  return at == std::string::npos ? t : t.substr(at + 1);
+}
+
 }  // namespace cutcheck

@@ -13,6 +13,7 @@
 #include "core/process.h"
 #include "core/provenance.h"
 #include "core/temp_folder.h"
+#include "core/text.h"
 #include "core/version.h"
 #include "engine/engine_model.h"
 #include "model/weights.h"
@@ -32,14 +33,6 @@ uint64_t results_cap(const EngineCase& c, int64_t top_k) {
   for (const EngineRequest& r : c.requests)
     values += uint64_t(r.steps) + r.positions.size() * uint64_t(top_k > 0 ? top_k + 1 : c.spec.vocab);
   return (uint64_t{1} << 20) + 64 * values;
-}
-
-// The last line of what the engine printed, for a one-line message.
-std::string last_line(const std::string& tail) {
-  std::string t = tail;
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  const size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
 // Runs the shrunk case once more inside the reproducer folder, so that it holds the model,

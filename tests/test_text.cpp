@@ -3,6 +3,7 @@
 
 #include "author/author.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "program/text.h"
 #include "program/verifier.h"
 #include "tests/helpers.h"
@@ -97,6 +98,18 @@ TEST(Text, VerifierChecksTypesAndShapes) {
 TEST(Text, VerifierRefusesHugeShapesBeforeAllocating) {
   std::string text = "program \"p\"\ninput %x : f32[1000000,1000000,1000]\n%y = add %x, %x : f32[1000000,1000000,1000]\noutput y = %y\n";
   EXPECT_THROW(parse_and_verify(text), LimitError);
+}
+
+// What a process printed last, for one-line messages: line breaks (either kind) and spaces
+// that end the text are not a line of their own.
+TEST(ProcessText, LastLineIsWhatAProcessSaidLast) {
+  EXPECT_EQ(last_line(""), "");
+  EXPECT_EQ(last_line("one line"), "one line");
+  EXPECT_EQ(last_line("first\nsecond\n"), "second");
+  EXPECT_EQ(last_line("first\r\nsecond \r\n\n"), "second");
+  EXPECT_EQ(last_line("first\n\n\n"), "first");
+  EXPECT_EQ(last_line("\n\n"), "");
+  EXPECT_EQ(last_line("  indented\n"), "  indented");
 }
 
 }  // namespace
