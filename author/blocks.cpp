@@ -17,12 +17,12 @@ ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec)
 ModelWriter::ModelWriter(Builder& b, const ModelSpec& spec, Shard shard) : b_(b), spec_(spec), shard_(shard) {}
 
 ValueId ModelWriter::stored_weight(const std::string& name, Shape shape) {
-  return b_.weight(name, {spec_.dtype, std::move(shape)});
+  return b_.weight(name, stored_type(spec_, {name, std::move(shape)}));
 }
 
 ValueId ModelWriter::weight(const std::string& name, Shape shape) {
   ValueId stored = stored_weight(name, std::move(shape));
-  if (spec_.dtype == DType::f32) return stored;
+  if (b_.type(stored).dtype == DType::f32) return stored;
   const std::string wide = name + ".f32";
   if (auto v = b_.program().find(wide)) return *v;
   return b_.convert(stored, DType::f32, wide);
@@ -31,7 +31,7 @@ ValueId ModelWriter::weight(const std::string& name, Shape shape) {
 ValueId ModelWriter::embed(ValueId tokens) {
   b_.note("embedding: row tokens[r] of tok_embeddings");
   ValueId table = stored_weight(weight::embedding(), {spec_.vocab, spec_.dim});
-  if (spec_.dtype == DType::f32) return b_.op(K::gather, {table, tokens}, {}, "x");
+  if (b_.type(table).dtype == DType::f32) return b_.op(K::gather, {table, tokens}, {}, "x");
   // Gather the rows as stored, then widen only them.
   return b_.convert(b_.op(K::gather, {table, tokens}, {}, "x.stored"), DType::f32, "x");
 }

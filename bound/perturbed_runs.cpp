@@ -287,7 +287,7 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
         if (any) out = shadow_[size_t(a)];
         return;
       }
-      if (floats && is_half(from)) return;  // exact: a bf16 or f16 weight widened
+      if (floats && (is_half(from) || is_quantized(from))) return;  // exact: a bf16, f16 or quantized weight widened
       if (floats) {  // integers or predicates: exact where the storage holds them
         const Tensor& x = perturbation(a);
         Result w = writer();

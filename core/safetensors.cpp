@@ -24,6 +24,12 @@ std::string_view file_dtype(DType dtype) {
     case DType::i1: return "BOOL";
     case DType::bf16: return "BF16";
     case DType::f16: return "F16";
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q5_0:
+    case DType::q4_K:
+    case DType::q6_K:
+    case DType::i8_row: return "U8";  // its blocks' bytes (stored_form)
   }
   return "?";
 }
@@ -147,7 +153,8 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
   for (auto& [name, stored] : index.tensors) {
     TensorType type{DType::f32, std::move(stored.shape)};
     if (!parse_file_dtype(stored.dtype, type.dtype))
-      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL)",
+      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL; "
+                                    "quantized weights as U8 blocks where a manifest or spec states their type)",
                                     source, name, stored.dtype));
     const std::byte* at = stored.bytes.data();
     Tensor t = Tensor::view(type, at, keepalive);
@@ -155,6 +162,39 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
     out.tensors.emplace(name, std::move(t));
   }
   return out;
+}
+
+StoredForm stored_form(const TensorType& type) {
+  StoredForm form{std::string(file_dtype(type.dtype)), type.shape};
+  if (const auto format = quant_format(type.dtype)) form.shape.back() = row_bytes(*format, type.shape.back());
+  return form;
+}
+
+SafetensorsFile SafetensorsFile::open(const fs::path& path) {
+  SafetensorsFile f;
+  f.path_ = path.string();
+  f.mapped_ = MappedFile::open(path);
+  f.index_ = index_safetensors(f.mapped_->bytes(), f.path_);
+  return f;
+}
+
+bool SafetensorsFile::holds(const std::string& name) const { return index_.tensors.count(name) > 0; }
+
+Tensor SafetensorsFile::read(const std::string& name, const TensorType& type, const std::string& what) const {
+  auto it = index_.tensors.find(name);
+  if (it == index_.tensors.end()) throw FormatError(fmt::format("{}: '{}' holds no tensor '{}'", what, path_, name));
+  const StoredTensor& stored = it->second;
+  const StoredForm want = stored_form(type);
+  if (stored.dtype != want.dtype || stored.shape != want.shape) {
+    const std::string as_blocks =
+        is_quantized(type.dtype) ? fmt::format(" (its blocks, stored as {} {})", want.dtype, shape_str(want.shape)) : "";
+    throw FormatError(fmt::format("{}: tensor '{}' in '{}' is {} {}, not {}{}", what, name, path_, stored.dtype,
+                                  shape_str(stored.shape), type.str(), as_blocks));
+  }
+  Tensor t = Tensor::view(type, stored.bytes.data(), mapped_);
+  if (!is_quantized(type.dtype) && reinterpret_cast<uintptr_t>(stored.bytes.data()) % dtype_size(type.dtype) != 0)
+    t = t.clone();  // keep loads aligned
+  return t;
 }
 
 SafetensorsContents read_safetensors(const fs::path& path, Links links) {
@@ -167,7 +207,8 @@ std::string encode_safetensors_header(const std::map<std::string, TensorType>& t
   Json header = Json::object();
   uint64_t offset = 0;
   for (const auto& [name, t] : types) {
-    header[name] = {{"dtype", file_dtype(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes()}}};
+    const StoredForm form = stored_form(t);
+    header[name] = {{"dtype", form.dtype}, {"shape", form.shape}, {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;

@@ -35,6 +35,15 @@ struct SafetensorsIndex {
   Metadata metadata;
 };
 
+// How a tensor of `type` lies in a file: its dtype's name (F32, BF16, ...) and its shape,
+// or for a quantized type (core/tensor.h) its blocks as bytes, U8 [rows..., row bytes]: the
+// format names no block formats, and a U8 tensor is what every safetensors reader reads.
+struct StoredForm {
+  std::string dtype;
+  Shape shape;
+};
+StoredForm stored_form(const TensorType& type);
+
 // Checks the header and the layout of any dtype safetensors names; throws FormatError
 // naming `source` and the tensor.
 SafetensorsIndex index_safetensors(std::span<const std::byte> bytes, const std::string& source);
@@ -45,6 +54,22 @@ SafetensorsContents read_safetensors(const fs::path& path, Links links = Links::
 // Parses bytes already in memory; the tensors view `bytes`, kept alive by `keepalive`.
 SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const std::string& source,
                                       std::shared_ptr<const void> keepalive);
+
+// A mapped file read by a reader that knows each tensor's type (a manifest, a spec), the
+// quantized ones included: read() checks the tensor is stored in that type's form.
+class SafetensorsFile {
+ public:
+  static SafetensorsFile open(const fs::path& path);
+  bool holds(const std::string& name) const;
+  // Throws FormatError, beginning with `what`, naming the file and the tensor.
+  Tensor read(const std::string& name, const TensorType& type, const std::string& what) const;
+  const SafetensorsIndex& index() const { return index_; }
+
+ private:
+  std::string path_;
+  std::shared_ptr<const MappedFile> mapped_;
+  SafetensorsIndex index_;
+};
 
 std::string encode_safetensors(const TensorMap& tensors, const Metadata& metadata = {});
 // The 8-byte length and the header of a file holding tensors of these types, in name

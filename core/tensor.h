@@ -5,24 +5,35 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/quant_blocks.h"
+
 namespace cutcheck {
 
 // f32 and i32 as in StableHLO; i1 is a predicate, stored one byte per element. bf16 and
 // f16 are the 16-bit floats checkpoints store weights in: programs move them and convert
-// them to f32, and compute on nothing narrower than f32 (docs/language.md).
-enum class DType : uint8_t { f32, i32, i1, bf16, f16 };
+// them to f32, and compute on nothing narrower than f32 (docs/language.md). The quantized
+// types are weights stored in blocks (core/quant_blocks.h: ggml's Q8_0, Q4_0, Q5_0, Q4_K,
+// Q6_K and per-row int8): a row of the last dimension is a whole number of blocks, and
+// programs gather their rows and convert them to f32, exactly.
+enum class DType : uint8_t { f32, i32, i1, bf16, f16, q8_0, q4_0, q5_0, q4_K, q6_K, i8_row };
 
+// Bytes per element; a quantized type has none (its rows have row_bytes), and throws Error.
 size_t dtype_size(DType dtype);
-std::string_view dtype_name(DType dtype);  // "f32", "i32", "i1", "bf16", "f16"
+std::string_view dtype_name(DType dtype);  // "f32", "i32", "i1", "bf16", "f16", "q4_0", ...
 bool parse_dtype(std::string_view name, DType& out);
 // bf16 or f16: a storage type that is widened to f32 before any arithmetic.
 bool is_half(DType dtype);
+// The block format of a quantized type; nullopt for the others.
+std::optional<QuantFormat> quant_format(DType dtype);
+DType dtype_of(QuantFormat format);
+inline bool is_quantized(DType dtype) { return quant_format(dtype).has_value(); }
 
 using Shape = std::vector<int64_t>;
 
@@ -35,7 +46,10 @@ struct TensorType {
   Shape shape;
 
   int64_t elements() const { return element_count(shape); }
-  uint64_t bytes() const { return uint64_t(elements()) * dtype_size(dtype); }
+  // Bytes as stored: elements times the dtype's size, or for a quantized type its rows
+  // times row_bytes. Throws FormatError when a quantized type's rows are not whole blocks
+  // (or it has no dimension), LimitError on overflow.
+  uint64_t bytes() const;
   int64_t rank() const { return int64_t(shape.size()); }
   std::string str() const;  // "f32[2,3]"
   bool operator==(const TensorType&) const = default;
@@ -68,7 +82,7 @@ class Tensor {
   DType dtype() const { return type_.dtype; }
   const Shape& shape() const { return type_.shape; }
   int64_t elements() const { return elements_; }
-  uint64_t bytes() const { return uint64_t(elements_) * dtype_size(type_.dtype); }
+  uint64_t bytes() const { return bytes_; }
 
   std::span<const std::byte> raw() const { return {data_, bytes()}; }
   std::span<std::byte> raw_mut();
@@ -105,9 +119,11 @@ class Tensor {
 
  private:
   void check_dtype(DType wanted) const;
+  void set_type(TensorType type);  // type_, elements_ and bytes_
 
   TensorType type_;
   int64_t elements_ = 0;
+  uint64_t bytes_ = 0;
   std::shared_ptr<const void> storage_;
   std::byte* data_ = nullptr;
   bool writable_ = false;

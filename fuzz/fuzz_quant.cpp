@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 

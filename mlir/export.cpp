@@ -525,6 +525,11 @@ MlirExport export_mlir(const Program& program, const Manifest& manifest, MlirPre
   if (program.replica)
     throw NotYet(fmt::format("{} is chip {} of a {}-way split: tp splits are not exported", program.label,
                              program.replica->index, program.replica->count));
+  for (const WeightDecl& w : program.weights)
+    if (is_quantized(program.type(w.value).dtype))
+      throw NotYet(fmt::format("weight %{} is {}: quantized weights have no MLIR form here (its blocks would need "
+                               "a dequantizing lowering)",
+                               program.name(w.value), program.type(w.value).str()));
   MlirExport out;
   Lowering lowering(program, precision);
   out.text = lowering.run(manifest, out);

@@ -12,7 +12,7 @@
 #include "core/limits.h"
 #include "core/half.h"
 #include "model/weights.h"
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 #include "quant/dequantize.h"
 
 namespace cutcheck {

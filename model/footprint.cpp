@@ -56,16 +56,21 @@ Component weights_part(const ModelSpec& s) {
   using F = std::pair<const char*, int64_t>;
   const F V{"vocab", s.vocab}, D{"dim", s.dim}, L{"layers", s.layers}, H{"heads", s.heads}, K{"kv_heads", s.kv_heads},
       E{"head_dim", s.head_dim}, FF{"ffn", s.ffn};
-  const double w = double(dtype_size(s.dtype)) / 4;  // bf16 and f16 weights stay 2 bytes, mapped
+  // In f32 words per value, mapped as stored: bf16 and f16 2 bytes; a quantized matrix its
+  // blocks' bytes per value (Q4_0: 18 / 32), its vectors f32.
+  const auto format = quant_format(s.dtype);
+  const double w = format ? double(block_layout(*format, s.dim).bytes) / double(block_layout(*format, s.dim).values) / 4
+                          : double(dtype_size(s.dtype)) / 4;
+  const double v = format ? 1.0 : w;
   Component part{"the weights",
                  {{(s.tied ? 1.0 : 2.0) * w, {V, D}},  // embedding, and the head when untied
-                  {1.0 * w, {D}},                      // final norm
-                  {2.0 * w, {L, D}},                   // two norms per layer
+                  {1.0 * v, {D}},                      // final norm
+                  {2.0 * v, {L, D}},                   // two norms per layer
                   {2.0 * w, {L, H, E, D}},             // wq, wo
                   {2.0 * w, {L, K, E, D}},             // wk, wv
                   {3.0 * w, {L, FF, D}}}};             // w1, w2, w3
-  if (s.attention_bias) part.terms.insert(part.terms.end(), {{1.0 * w, {L, H, E}}, {2.0 * w, {L, K, E}}});  // bq; bk, bv
-  if (s.qk_norm) part.terms.push_back({2.0 * w, {L, E}});                                                // q_norm, k_norm
+  if (s.attention_bias) part.terms.insert(part.terms.end(), {{1.0 * v, {L, H, E}}, {2.0 * v, {L, K, E}}});  // bq; bk, bv
+  if (s.qk_norm) part.terms.push_back({2.0 * v, {L, E}});                                                // q_norm, k_norm
   return part;
 }
 

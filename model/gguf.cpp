@@ -11,7 +11,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "model/weights.h"
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 
 namespace cutcheck {
 namespace {

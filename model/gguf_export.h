@@ -15,7 +15,7 @@
 #include "core/files.h"
 #include "core/tensor.h"
 #include "model/spec.h"
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 
 namespace cutcheck {
 

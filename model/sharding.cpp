@@ -14,6 +14,15 @@ std::optional<std::string> widths_unsplittable(const ModelSpec& spec, int64_t tp
   if (tp < 1) return fmt::format("tp must be at least 1, got {}", tp);
   for (auto [field, width] : {std::pair{"heads", spec.heads}, {"kv_heads", spec.kv_heads}, {"ffn", spec.ffn}})
     if (width % tp != 0) return fmt::format("tp = {} does not divide {} = {}", tp, field, width);
+  if (const auto format = quant_format(spec.dtype)) {
+    // wo and w2 split along their rows: each chip's part of a row must be whole blocks.
+    for (auto [field, width] : {std::pair{"heads x head_dim", spec.q_width()}, {"ffn", spec.ffn}}) {
+      const int64_t block = block_layout(*format, width / tp).values;
+      if (format != QuantFormat::i8_row && (width / tp) % block != 0)
+        return fmt::format("tp = {} splits {} = {} into parts of {} values, not whole {}-value {} blocks", tp, field,
+                           width, width / tp, block, dtype_name(spec.dtype));
+    }
+  }
   return std::nullopt;
 }
 
@@ -56,25 +65,42 @@ bool is_split_weight(const std::string& name) {
 
 namespace {
 
-// Rows [first, first + count) of a 2-D tensor, or elements of a 1-D one.
+// Rows [first, first + count) of a 2-D tensor (a quantized row is its blocks), or
+// elements of a 1-D one.
 Tensor take_rows(const Tensor& t, int64_t first, int64_t count) {
-  const int64_t cols = t.type().rank() == 1 ? 1 : t.shape()[1];
-  const size_t w = dtype_size(t.dtype());
+  const size_t row = t.shape()[0] == 0 ? 0 : size_t(t.bytes() / uint64_t(t.shape()[0]));
   Shape shape = t.shape();
   shape[0] = count;
   Tensor out({t.dtype(), shape});
-  std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(first * cols) * w, size_t(count * cols) * w);
+  std::memcpy(out.raw_mut().data(), t.raw().data() + size_t(first) * row, size_t(count) * row);
   return out;
 }
 
-// Columns [first, first + count) of a 2-D tensor.
+// Columns [first, first + count) of a 2-D tensor. Of a quantized one, whole blocks
+// (widths_unsplittable says when they are not); an i8_row row keeps its scale.
 Tensor take_columns(const Tensor& t, int64_t first, int64_t count) {
   const int64_t rows = t.shape()[0], cols = t.shape()[1];
-  const size_t w = dtype_size(t.dtype());
   Tensor out({t.dtype(), {rows, count}});
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(out.raw_mut().data() + size_t(r * count) * w, t.raw().data() + size_t(r * cols + first) * w,
-                size_t(count) * w);
+  size_t at = 0, width = 0, head = 0;  // bytes: where the columns start in a row, how many, a row's own header
+  if (const auto format = quant_format(t.dtype())) {
+    if (*format == QuantFormat::i8_row) {
+      head = 4;  // the row's f32 scale
+      at = head + size_t(first), width = size_t(count);
+    } else {
+      const BlockLayout block = block_layout(*format, cols);
+      at = size_t(first / block.values * block.bytes), width = size_t(count / block.values * block.bytes);
+    }
+  } else {
+    const size_t w = dtype_size(t.dtype());
+    at = size_t(first) * w, width = size_t(count) * w;
+  }
+  const size_t in_row = rows == 0 ? 0 : size_t(t.bytes() / uint64_t(rows)), out_row = head + width;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::byte* to = out.raw_mut().data() + size_t(r) * out_row;
+    const std::byte* from = t.raw().data() + size_t(r) * in_row;
+    std::memcpy(to, from, head);
+    std::memcpy(to + head, from + at, width);
+  }
   return out;
 }
 

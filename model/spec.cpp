@@ -55,8 +55,20 @@ void ModelSpec::validate() const {
     throw SpecError(fmt::format("spec '{}': norm_eps must be a positive finite number, got {}", name, norm_eps));
   if (!std::isfinite(rope_theta) || rope_theta <= 0)
     throw SpecError(fmt::format("spec '{}': rope_theta must be a positive finite number, got {}", name, rope_theta));
-  if (dtype != DType::f32 && !is_half(dtype))
-    throw SpecError(fmt::format("spec '{}': dtype must be f32, bf16 or f16, got {}", name, dtype_name(dtype)));
+  if (dtype != DType::f32 && !is_half(dtype) && !is_quantized(dtype))
+    throw SpecError(fmt::format("spec '{}': dtype must be f32, bf16, f16 or a quantized type, got {}", name,
+                                dtype_name(dtype)));
+  if (const auto format = quant_format(dtype)) {
+    // Each matrix's rows (of dim, heads x head_dim or ffn values) must be whole blocks.
+    const std::pair<const char*, int64_t> rows[] = {{"dim", dim}, {"heads x head_dim", q_width()}, {"ffn", ffn}};
+    for (const auto& [what, length] : rows) {
+      const int64_t block = block_layout(*format, length).values;
+      if (length % block != 0)
+        throw SpecError(fmt::format("spec '{}': dtype {} stores rows in whole blocks of {} values, but {} ({}) is not a "
+                                    "multiple of {}",
+                                    name, dtype_name(dtype), block, what, length, block));
+    }
+  }
   for (const SpecKnob& knob : spec_knobs())
     if (knob.check) knob.check(*this);
 }
@@ -131,8 +143,11 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   spec.tied = json_bool(json, "tied", source);
   if (json.contains("dtype")) {
     const std::string dtype = json_string(json, "dtype", source);
-    if (!parse_dtype(dtype, spec.dtype) || (spec.dtype != DType::f32 && !is_half(spec.dtype)))
-      throw FormatError(fmt::format("{}: field 'dtype' must be \"f32\", \"bf16\" or \"f16\", got \"{}\"", source, dtype));
+    if (!parse_dtype(dtype, spec.dtype) ||
+        (spec.dtype != DType::f32 && !is_half(spec.dtype) && !is_quantized(spec.dtype)))
+      throw FormatError(fmt::format("{}: field 'dtype' must be \"f32\", \"bf16\", \"f16\" or a quantized type (q8_0, "
+                                    "q4_0, q5_0, q4_K, q6_K, i8_row), got \"{}\"",
+                                    source, dtype));
   }
   try {
     for (const SpecKnob& knob : spec_knobs())

@@ -79,18 +79,30 @@ bool is_bias(const std::string& name) {
 class SeededValues {
  public:
   SeededValues(const ModelSpec& spec, const WeightInfo& w, uint64_t seed)
-      : dtype_(spec.dtype), norm_(is_norm(w.name)), rng_{seed ^ fnv1a(w.name)} {
+      : dtype_(stored_type(spec, w).dtype), norm_(is_norm(w.name)), rng_{seed ^ fnv1a(w.name)} {
     // Half-width a of a uniform [-a, a] with standard deviation sd: a = sqrt(3) sd.
     double sd = 1.0 / std::sqrt(double(w.shape.back()));
     if (w.name.ends_with(".wo") || w.name.ends_with(".w2")) sd *= 1.0 / std::sqrt(2.0 * double(spec.layers));
     half_width_ = is_bias(w.name) ? 0.5f : float(std::sqrt(3.0) * sd);
   }
 
+  // Fills `out` with the next rows of a quantized weight: each row's values made as f32,
+  // then quantized by the format's reference quantizer (ggml's rules).
+  void fill_rows(std::span<std::byte> out, int64_t row_length) {
+    const QuantFormat format = *quant_format(dtype_);
+    const size_t bytes = size_t(row_bytes(format, row_length));
+    std::vector<float> row(static_cast<size_t>(row_length));
+    for (size_t at = 0; at < out.size(); at += bytes) {
+      for (float& v : row) v = next();
+      quantize_row_reference(format, row.data(), row_length, out.data() + at);
+    }
+  }
+
   // Fills `out` with the next out.size() / element-size values.
   void fill(std::span<std::byte> out) {
     const size_t n = out.size() / dtype_size(dtype_);
     for (size_t i = 0; i < n; ++i) {
-      const float v = norm_ ? 1.0f + 0.5f * rng_.symmetric() : half_width_ * rng_.symmetric();
+      const float v = next();
       if (dtype_ == DType::f32) {
         std::memcpy(out.data() + 4 * i, &v, 4);
       } else {
@@ -101,6 +113,8 @@ class SeededValues {
   }
 
  private:
+  float next() { return norm_ ? 1.0f + 0.5f * rng_.symmetric() : half_width_ * rng_.symmetric(); }
+
   DType dtype_;
   bool norm_;
   SplitMix64 rng_;
@@ -117,8 +131,9 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed) {
   spec.validate();
   TensorMap out;
   for (const WeightInfo& w : weight_layout(spec)) {
-    Tensor t({spec.dtype, w.shape});
-    SeededValues(spec, w, seed).fill(t.raw_mut());
+    Tensor t(stored_type(spec, w));
+    if (is_quantized(t.dtype())) SeededValues(spec, w, seed).fill_rows(t.raw_mut(), w.shape.back());
+    else SeededValues(spec, w, seed).fill(t.raw_mut());
     out.emplace(w.name, std::move(t));
   }
   return out;
@@ -131,7 +146,7 @@ void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_
   std::map<std::string, TensorType> types;
   for (const WeightInfo& w : weight_layout(spec)) {
     layout.emplace(w.name, w);
-    types.emplace(w.name, TensorType{spec.dtype, w.shape});
+    types.emplace(w.name, stored_type(spec, w));
   }
   if (through) {
     if (!ggml_type(*through))
@@ -159,6 +174,18 @@ void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_
     std::vector<std::byte> blocks;
     for (const auto& [name, w] : layout) {
       SeededValues values(spec, w, seed);
+      if (const auto format = quant_format(types.at(name).dtype)) {  // a row at a time
+        const int64_t cols = w.shape.back(), per_row = row_bytes(*format, cols);
+        const int64_t rows_per_chunk = std::max<int64_t>(1, int64_t(chunk.size()) / std::max<int64_t>(per_row, 1));
+        for (int64_t rows = types.at(name).elements() / std::max<int64_t>(cols, 1); rows > 0;) {
+          const int64_t n = std::min(rows, rows_per_chunk);
+          if (size_t(n * per_row) > chunk.size()) chunk.resize(size_t(n * per_row));
+          values.fill_rows({chunk.data(), size_t(n * per_row)}, cols);
+          write({chunk.data(), size_t(n * per_row)});
+          rows -= n;
+        }
+        continue;
+      }
       const bool rounded = through && w.shape.size() == 2;
       for (uint64_t left = types.at(name).bytes(); left > 0;) {
         const size_t n = size_t(std::min<uint64_t>(left, chunk.size()));
@@ -189,7 +216,7 @@ void check_weights(const TensorMap& weights, const ModelSpec& spec, const std::s
     auto it = weights.find(w.name);
     if (it == weights.end())
       throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", source, w.name, spec.name));
-    TensorType want{spec.dtype, w.shape};
+    const TensorType want = stored_type(spec, w);
     if (it->second.type() != want)
       throw FormatError(fmt::format("{}: weight '{}' is {}, the spec needs {}", source, w.name,
                                     it->second.type().str(), want.str()));
@@ -197,10 +224,20 @@ void check_weights(const TensorMap& weights, const ModelSpec& spec, const std::s
 }
 
 TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
-  fs::path file = weights_file(dir);
-  TensorMap weights = read_safetensors(file).tensors;
-  check_weights(weights, spec, file.string());
+  const fs::path file = weights_file(dir);
+  const SafetensorsFile f = SafetensorsFile::open(file);
+  TensorMap weights;
+  for (const WeightInfo& w : weight_layout(spec)) {
+    if (!f.holds(w.name))
+      throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", file.string(), w.name, spec.name));
+    weights.emplace(w.name, f.read(w.name, stored_type(spec, w), fmt::format("weight '{}'", w.name)));
+  }
   return weights;
+}
+
+TensorType stored_type(const ModelSpec& spec, const WeightInfo& w) {
+  if (is_quantized(spec.dtype) && w.shape.size() != 2) return {DType::f32, w.shape};
+  return {spec.dtype, w.shape};
 }
 
 }  // namespace cutcheck

@@ -9,7 +9,7 @@
 #include "core/files.h"
 #include "core/tensor.h"
 #include "model/spec.h"
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 
 namespace cutcheck {
 
@@ -42,12 +42,18 @@ struct WeightInfo {
 // Every weight of the model, in llama2.c's order.
 std::vector<WeightInfo> weight_layout(const ModelSpec& spec);
 
+// The type weight `w` is stored in: the spec's dtype, except that under a quantized dtype
+// only the matrices are quantized and the vectors (norm gains, biases) stay f32, as GGUF
+// files keep them. The one rule the author, the weights and the shards read.
+TensorType stored_type(const ModelSpec& spec, const WeightInfo& w);
+
 // Seeded weights for any spec. Each tensor's values depend only on (seed, name), and
 // are uniform with the spread of a standard initialisation: projections 1/sqrt(fan_in),
 // the residual outputs (wo, w2) further by 1/sqrt(2 layers) so activations stay near
 // unit scale however deep the model is, norm gains in [0.5, 1.5], biases uniform in
 // [-0.5, 0.5] (as large as a trained model's, so that a dropped one shows).
-// Weights are in the spec's dtype: bf16 and f16 round those values to nearest.
+// Weights are in stored_type: bf16 and f16 round those values to nearest; a quantized
+// type quantizes each row by its format's reference quantizer (ggml's rules).
 TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
 // Writes the same weights to DIR/model.safetensors piece by piece, the same bytes as
 // write_weights(dir, synthetic_weights(spec, seed), spec) without holding any tensor

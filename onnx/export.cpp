@@ -566,6 +566,11 @@ fs::path export_onnx(const std::vector<ChipProgram>& chips, const fs::path& out,
   const bool single = chips.size() == 1 && segments_of(*chips[0].program).size() == 1;
   for (size_t c = 0; c < chips.size(); ++c) {
     const Program& p = *chips[c].program;
+    for (const WeightDecl& w : p.weights)
+      if (is_quantized(p.type(w.value).dtype))
+        throw NotYet(fmt::format("weight %{} is {}: quantized weights have no ONNX form here (ONNX's block-quantized "
+                                 "DequantizeLinear is not ggml's formats)",
+                                 p.name(w.value), p.type(w.value).str()));
     const TensorMap weights = load_weights(*chips[c].manifest, chips[c].folder);
     Json chip{{"inputs", Json::array()}, {"outputs", Json::array()}, {"steps", Json::array()}};
     for (const InputDecl& in : p.inputs) chip["inputs"].push_back(tensor_json(p.name(in.value), p.type(in.value)));

@@ -8,7 +8,7 @@ std::vector<bool> activations(const Program& program) {
   auto leaf = [&](ValueId v) {
     const DType d = program.type(v).dtype;
     out[size_t(v)] = d == DType::f32;
-    data[size_t(v)] = d == DType::f32 || is_half(d);  // a bf16 weight widened to f32 is an activation too
+    data[size_t(v)] = d == DType::f32 || is_half(d) || is_quantized(d);  // a bf16 weight widened to f32 is an activation too
   };
   for (const InputDecl& in : program.inputs) leaf(in.value);
   for (const WeightDecl& w : program.weights) leaf(w.value);

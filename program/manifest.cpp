@@ -108,20 +108,14 @@ void verify_manifest(const Program& program, const Manifest& manifest, const std
 
 TensorMap load_weights(const Manifest& manifest, const fs::path& manifest_folder) {
   fs::path dir = manifest.weights_dir(manifest_folder);
-  std::map<std::string, TensorMap> files;
+  std::map<std::string, SafetensorsFile> files;
   TensorMap out;
   for (const ManifestWeight& w : manifest.weights) {
     std::string what = fmt::format("manifest weight '{}'", w.name);
     fs::path path = resolve_under(dir, w.file, what);
     auto it = files.find(path.string());
-    if (it == files.end()) it = files.emplace(path.string(), read_safetensors(path).tensors).first;
-    auto t = it->second.find(w.tensor);
-    if (t == it->second.end())
-      throw FormatError(fmt::format("{}: '{}' holds no tensor '{}'", what, path.string(), w.tensor));
-    if (t->second.type() != w.type)
-      throw FormatError(fmt::format("{}: tensor '{}' in '{}' is {}, the manifest says {}", what, w.tensor,
-                                    path.string(), t->second.type().str(), w.type.str()));
-    out.emplace(w.name, t->second);
+    if (it == files.end()) it = files.emplace(path.string(), SafetensorsFile::open(path)).first;
+    out.emplace(w.name, it->second.read(w.tensor, w.type, what));
   }
   return out;
 }

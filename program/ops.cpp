@@ -225,7 +225,11 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
     }
     case K::convert:
       // bf16 and f16 convert to and from f32 only: f32 is where every computation happens.
-      if (is_half(in[0]->dtype) || is_half(stated->dtype)) {
+      // A quantized weight converts to f32 only (quantizing is a checkpoint's business).
+      if (is_quantized(in[0]->dtype) || is_quantized(stated->dtype)) {
+        if (!is_quantized(in[0]->dtype) || stated->dtype != DType::f32)
+          fail(op, fmt::format("a quantized value converts to f32 only, not {} to {}", in[0]->str(), stated->str()));
+      } else if (is_half(in[0]->dtype) || is_half(stated->dtype)) {
         const DType other = is_half(in[0]->dtype) ? stated->dtype : in[0]->dtype;
         if (other != DType::f32 && other != in[0]->dtype)
           fail(op, fmt::format("bf16 and f16 convert to and from f32 only, not {} to {}", in[0]->str(), stated->str()));
@@ -454,6 +458,15 @@ TensorType result_type(OpKind kind, std::span<const TensorType* const> operands,
                                   std::get<std::string>(attrs[i])));
   }
   if (info.stated_type && !stated) fail(info.name, "needs its result type stated");
+  // Quantized values are weights, stored in blocks along their last dimension: they are
+  // converted to f32, or gathered by rows of a table (a row keeps its blocks), nothing else.
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const bool row_gather = kind == OpKind::gather && i == 0 && operands[i]->rank() >= 2;
+    if (is_quantized(operands[i]->dtype) && kind != OpKind::convert && !row_gather)
+      fail(info.name, fmt::format("{} is quantized: it is only converted to f32 or gathered by rows of a table of rank "
+                                  "2 or more",
+                                  operands[i]->str()));
+  }
   TensorType t = infer(info, operands, Attrs{attrs}, stated);
   if (stated && *stated != t)
     fail(info.name, fmt::format("result type is {}, but the program states {}", t.str(), stated->str()));

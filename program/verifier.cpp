@@ -59,13 +59,22 @@ class Verifier {
       if (in.range && (in.range->first < INT32_MIN || in.range->second > INT32_MAX || in.range->first > in.range->second))
         fail(in.loc, fmt::format("input %{}: range [{}, {}] is not a non-empty range of i32 values", p_.name(in.value),
                                  in.range->first, in.range->second));
-      if (t.dtype == DType::i1) fail(in.loc, fmt::format("input %{}: inputs are f32, i32, bf16 or f16", p_.name(in.value)));
+      if (t.dtype == DType::i1 || is_quantized(t.dtype))
+        fail(in.loc, fmt::format("input %{}: inputs are f32, i32, bf16 or f16, got {}", p_.name(in.value), t.str()));
     }
     for (const WeightDecl& w : p_.weights) {
       define(w.value, w.loc);
       const DType d = p_.type(w.value).dtype;
-      if (d != DType::f32 && !is_half(d))
-        fail(w.loc, fmt::format("weight %{}: weights are f32, bf16 or f16, got {}", p_.name(w.value), p_.type(w.value).str()));
+      if (d != DType::f32 && !is_half(d) && !is_quantized(d))
+        fail(w.loc, fmt::format("weight %{}: weights are f32, bf16, f16 or quantized, got {}", p_.name(w.value),
+                                p_.type(w.value).str()));
+      if (is_quantized(d)) {
+        try {
+          (void)p_.type(w.value).bytes();  // rows of whole blocks
+        } catch (const FormatError& e) {
+          fail(w.loc, fmt::format("weight %{}: {}", p_.name(w.value), e.what()));
+        }
+      }
     }
     for (const Operation& op : p_.ops) {
       std::vector<const TensorType*> operands;
@@ -92,6 +101,9 @@ class Verifier {
       if (!output_names.insert(o.name).second) fail(o.loc, fmt::format("output '{}' is named twice", o.name));
       if (o.value < 0 || size_t(o.value) >= p_.values.size() || !defined_[size_t(o.value)])
         fail(o.loc, fmt::format("output '{}' names a value that is not defined", o.name));
+      if (is_quantized(p_.type(o.value).dtype))
+        fail(o.loc, fmt::format("output '{}': {} is quantized; outputs are f32, i32, i1, bf16 or f16", o.name,
+                                p_.type(o.value).str()));
     }
     if (p_.outputs.empty()) fail({}, "the program has no outputs");
   }

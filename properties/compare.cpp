@@ -27,6 +27,12 @@ std::string element_str(const Tensor& t, size_t i) {
       std::memcpy(&bits, t.raw().data() + 2 * i, 2);
       return fmt::format("{} (0x{:04x})", half_to_f32(t.dtype(), bits), bits);
     }
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q5_0:
+    case DType::q4_K:
+    case DType::q6_K:
+    case DType::i8_row: break;  // compared by bytes
   }
   return "?";
 }
@@ -40,6 +46,11 @@ std::optional<std::string> bitwise_difference(const TensorMap& want, const Tenso
     const Tensor& g = it->second;
     if (g.type() != w.type()) return fmt::format("'{}' is {}, expected {}", name, g.type().str(), w.type().str());
     if (w.same_bits(g)) continue;
+    if (is_quantized(w.dtype())) {
+      const auto at = std::mismatch(w.raw().begin(), w.raw().end(), g.raw().begin()).first - w.raw().begin();
+      return fmt::format("'{}' byte {} of its blocks is 0x{:02x}, expected 0x{:02x}", name, at,
+                         uint8_t(g.raw()[size_t(at)]), uint8_t(w.raw()[size_t(at)]));
+    }
     const size_t width = dtype_size(w.dtype());
     for (size_t i = 0; i < size_t(w.elements()); ++i)
       if (std::memcmp(w.raw().data() + i * width, g.raw().data() + i * width, width) != 0)

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 
 namespace cutcheck {
 

@@ -190,7 +190,7 @@ void Executable::plan_arena() {
       const size_t u = size_t(op.operands[i]);
       const TensorType& t = program_.type(op.operands[i]);
       return in_place && step.kernel && may_write_over(op.kind, i) && last[u] == s && !output[u] &&
-             t.bytes() == type.bytes() && dtype_size(t.dtype) == dtype_size(type.dtype);
+             !is_quantized(t.dtype) && t.bytes() == type.bytes() && dtype_size(t.dtype) == dtype_size(type.dtype);
     };
     if (output[r]) {
       step.fresh = fresh_[r] = true;

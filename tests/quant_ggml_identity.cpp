@@ -24,7 +24,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/random.h"
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 

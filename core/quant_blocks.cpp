@@ -1,4 +1,4 @@
-#include "quant/blocks.h"
+#include "core/quant_blocks.h"
 
 #include <fmt/format.h>
 

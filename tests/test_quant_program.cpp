@@ -1,0 +1,185 @@
+// Quantized weights in the program language: a model whose matrices are stored in a block
+// format runs exactly as the f32 model of the same weights dequantized, unsplit and split,
+// and its bound is that model's; the language refuses what would split a block.
+#include <gmock/gmock.h>
+
+#include "author/author.h"
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "harness/runner.h"
+#include "harness/split.h"
+#include "model/sharding.h"
+#include "model/weights.h"
+#include "program/inputs.h"
+#include "properties/compare.h"
+#include "program/text.h"
+#include "quant/dequantize.h"
+#include "tests/helpers.h"
+
+namespace cutcheck {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small model whose rows are whole blocks of every format (256 values: the K-quants').
+ModelSpec spec_in(DType dtype) {
+  ModelSpec s = builtin_spec("tiny");
+  s.name = "tiny-blocks";
+  s.vocab = 40, s.dim = 256, s.layers = 2, s.heads = 8, s.kv_heads = 2, s.head_dim = 64, s.ffn = 512;
+  s.tied = false;
+  s.dtype = dtype;
+  s.validate();
+  return s;
+}
+
+// The same weights as f32: every quantized matrix dequantized row by row by quant/.
+TensorMap dequantized(const TensorMap& weights) {
+  TensorMap out;
+  for (const auto& [name, t] : weights) {
+    const auto format = quant_format(t.dtype());
+    if (!format) {
+      out.emplace(name, t);
+      continue;
+    }
+    Tensor f({DType::f32, t.shape()});
+    const int64_t cols = t.shape().back(), rows = t.elements() / cols;
+    const size_t stride = size_t(t.bytes() / uint64_t(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(*format, t.raw().data() + size_t(r) * stride, cols, f.as_mut<float>().data() + r * cols);
+    out.emplace(name, std::move(f));
+  }
+  return out;
+}
+
+class QuantizedModel : public ::testing::TestWithParam<DType> {};
+
+TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
+  const ModelSpec q = spec_in(GetParam());
+  ModelSpec f = q;
+  f.dtype = DType::f32;
+  const TensorMap weights = synthetic_weights(q, 7);
+  // Matrices are stored in the format, at its size; vectors stay f32.
+  EXPECT_EQ(weights.at("layers.0.attention.wq").type(), (TensorType{GetParam(), {512, 256}}));
+  EXPECT_EQ(weights.at("layers.0.attention.wq").bytes(), uint64_t(bytes_for(*quant_format(GetParam()), 512, 256)));
+  EXPECT_EQ(weights.at("norm").type(), (TensorType{DType::f32, {256}}));
+  ReferenceRunner quantized(q, weights), plain(f, dequantized(weights));
+  for (const Cut& cut : {Cut::decode(12), Cut::prefill(3, 12), Cut::batch_embed(3), Cut::decode_layer(1, 12)}) {
+    SCOPED_TRACE(cut.str());
+    const Program program = authored_program(cut, q);
+    const TensorMap in = random_inputs(program, 5);
+    const TensorMap want = plain.run(cut, in), got = quantized.run(cut, in);
+    EXPECT_EQ(bitwise_difference(want, got), std::nullopt);
+  }
+  // The bound treats the stored weights as exact, as it does f32 ones: the program with its
+  // quantized types read as f32 (each convert then the identity) on the dequantized weights
+  // has the same ops, the same random streams, and the same allowances.
+  const Cut cut = Cut::decode(12);
+  const Program program = authored_program(cut, q);
+  std::string text = print(program);
+  const std::string name(dtype_name(GetParam()));
+  for (size_t at = text.find(" : " + name + "["); at != std::string::npos; at = text.find(" : " + name + "[", at))
+    text.replace(at, 3 + name.size(), " : f32");
+  const TensorMap in = random_inputs(program, 6);
+  Executable quantized_exe(program, weights), plain_exe(parse_and_verify(text, "as f32"), dequantized(weights));
+  const Expected a = expect(quantized_exe, in, Tolerance::bound(Precision::f32)),
+                 b = expect(plain_exe, in, Tolerance::bound(Precision::f32));
+  EXPECT_EQ(bitwise_difference(b.values, a.values), std::nullopt);
+  EXPECT_EQ(bitwise_difference(b.bounds, a.bounds), std::nullopt);
+}
+
+TEST_P(QuantizedModel, SplitsOverChipsOnWholeBlocks) {
+  const ModelSpec q = spec_in(GetParam());
+  const TensorMap weights = synthetic_weights(q, 8);
+  const Cut cut = Cut::decode(10);
+  ReferenceRunner whole(q, weights);
+  const TensorMap in = random_inputs(authored_program(cut, q), 9);
+  const TensorMap want = whole.run(cut, in);
+  SplitRunner split(q, weights, 2);
+  const TensorMap got = split.run(cut, in);
+  // A split sums in another order: close, and each chip's weights are the whole model's
+  // blocks, so the split of the dequantized model gives the same bits.
+  ModelSpec f = q;
+  f.dtype = DType::f32;
+  SplitRunner plain(f, dequantized(weights), 2);
+  EXPECT_EQ(bitwise_difference(plain.run(cut, in), got), std::nullopt);
+  EXPECT_EQ(want.at("logits").type(), got.at("logits").type());
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantizedModel,
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::q5_0, DType::q4_K, DType::q6_K, DType::i8_row),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(QuantizedWeights, WeightsFilesHoldTheBlocksAsBytes) {
+  const ModelSpec q = spec_in(DType::q4_0);
+  const TensorMap weights = synthetic_weights(q, 3);
+  const fs::path dir = test::temp_dir("quant-weights");
+  write_weights(dir, weights, q);
+  // U8 [rows, row bytes]: 256 values are 8 blocks of 18 bytes.
+  const SafetensorsFile file = SafetensorsFile::open(weights_file(dir));
+  const StoredTensor& wq = file.index().tensors.at("layers.1.attention.wq");
+  EXPECT_EQ(wq.dtype, "U8");
+  EXPECT_EQ(wq.shape, (Shape{512, 144}));
+  EXPECT_EQ(bitwise_difference(weights, read_weights(dir, q)), std::nullopt);
+  // write_synthetic_weights streams the same bytes.
+  const fs::path streamed = test::temp_dir("quant-streamed");
+  write_synthetic_weights(streamed, q, 3);
+  EXPECT_EQ(read_file(weights_file(streamed), 1 << 24), read_file(weights_file(dir), 1 << 24));
+  // Read as another type, the tensor is refused by name.
+  ModelSpec other = q;
+  other.dtype = DType::q8_0;
+  try {
+    read_weights(dir, other);
+    ADD_FAILURE() << "read as q8_0";
+  } catch (const FormatError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tensor 'tok_embeddings' in '" + weights_file(dir).string() +
+                                     "' is U8 [40,144], not q8_0[40,256] (its blocks, stored as U8 [40,272])"));
+  }
+}
+
+TEST(QuantizedWeights, SpecsAndSplitsNeedWholeBlocks) {
+  ModelSpec s = spec_in(DType::q4_K);
+  s.ffn = 384;  // 1.5 super-blocks
+  try {
+    s.validate();
+    ADD_FAILURE() << "ffn 384 in q4_K";
+  } catch (const SpecError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("dtype q4_K stores rows in whole blocks of 256 values, but ffn (384) is not a multiple of 256"));
+  }
+  // wo's rows (heads x head_dim = 256 values) split in two are half a q4_K super-block.
+  ModelSpec q = spec_in(DType::q4_K);
+  q.heads = 4;
+  ASSERT_TRUE(widths_unsplittable(q, 2));
+  EXPECT_EQ(*widths_unsplittable(q, 2),
+            "tp = 2 splits heads x head_dim = 256 into parts of 128 values, not whole 256-value q4_K blocks");
+  EXPECT_FALSE(widths_unsplittable(spec_in(DType::q4_K), 2));
+}
+
+// The language: quantized values are weights, converted to f32 or gathered by rows.
+TEST(QuantizedLanguage, RefusesWhatWouldSplitABlock) {
+  const auto error = [](const std::string& body) {
+    try {
+      parse_and_verify("program \"q\"\ninput %t : i32[2] range [0, 3]\n" + body, "q.txt");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("weight %w : q4_0[4,64]\n%x = gather %w, %t : q4_0[2,64]\n%y = convert %x : f32[2,64]\noutput y = %y\n"),
+            "accepted");
+  EXPECT_THAT(error("weight %w : q4_0[4,30]\n%y = convert %w : f32[4,30]\noutput y = %y\n"),
+              HasSubstr("q.txt:3:1: weight %w: q4_0[4,30]: q4_0: a row of 30 values is not a whole number of 32-value blocks"));
+  EXPECT_THAT(error("weight %w : q4_0[4,64]\n%r = reshape %w : q4_0[8,32]\n%y = convert %r : f32[8,32]\noutput y = %y\n"),
+              HasSubstr("q4_0[4,64] is quantized: it is only converted to f32 or gathered by rows"));
+  EXPECT_THAT(error("weight %w : q4_0[64]\n%x = gather %w, %t : q4_0[2]\n%y = convert %x : f32[2]\noutput y = %y\n"),
+              HasSubstr("it is only converted to f32 or gathered by rows of a table of rank 2 or more"));
+  EXPECT_THAT(error("weight %w : q8_0[4,32]\n%y = convert %w : bf16[4,32]\noutput y = %y\n"),
+              HasSubstr("a quantized value converts to f32 only, not q8_0[4,32] to bf16[4,32]"));
+  EXPECT_THAT(error("weight %w : q8_0[4,32]\noutput w = %w\n"), HasSubstr("output 'w': q8_0[4,32] is quantized"));
+  EXPECT_THAT(error("input %q : q4_K[1,256]\noutput w = %t\n"), HasSubstr("inputs are f32, i32, bf16 or f16, got q4_K[1,256]"));
+  // Printed and parsed back alike.
+  const std::string text = "program \"q\"\n\nweight %w : q6_K[2,256]\n%y = convert %w : f32[2,256]\n\noutput y = %y\n";
+  EXPECT_EQ(print(parse_and_verify(text, "q.txt")), print(parse_and_verify(print(parse_and_verify(text, "q.txt")), "again")));
+}
+
+}  // namespace
+}  // namespace cutcheck
