@@ -49,7 +49,8 @@ std::string first_failing_value(Backend& backend, const Case& c, const Cut& piec
                                 const fs::path& weights_dir, const TensorMap& in, const fs::path& work,
                                 const Tolerance& tolerance) {
   if (tp > 1) return "not looked for: the piece is split over chips, whose values differ in shape";
-  // The piece's program with every value that can be an output (not i1) added as one,
+  // The piece's program with every value that can be an output (not i1, not quantized rows
+  // gathered from a weight: the value after their convert is probed) added as one,
   // in program order, as far as the budget goes.
   const Program program = authored_program(piece, c.spec);
   Program probed = program;
@@ -57,7 +58,7 @@ std::string first_failing_value(Backend& backend, const Case& c, const Cut& piec
   uint64_t bytes = 0;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const TensorType& t = program.type(program.ops[i].result);
-    if (t.dtype == DType::i1) continue;
+    if (t.dtype == DType::i1 || is_quantized(t.dtype)) continue;
     if ((bytes += t.bytes()) > probe_budget) break;
     probes.push_back(i);
     probed.outputs.push_back({probe_name(program.name(program.ops[i].result)), program.ops[i].result, {}});

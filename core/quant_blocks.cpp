@@ -59,6 +59,13 @@ BlockLayout block_layout(QuantFormat format, int64_t row_length) {
   return {0, 0};
 }
 
+int64_t values_per_scale(QuantFormat format, int64_t row_length) {
+  if (format == QuantFormat::i8_row) return row_length;
+  return format == QuantFormat::q6_K ? 16 : 32;
+}
+
+bool has_mins(QuantFormat format) { return format == QuantFormat::q4_K; }
+
 int64_t row_bytes(QuantFormat format, int64_t cols) {
   const std::string_view name = quant_format_name(format);
   if (cols < 0) throw FormatError(fmt::format("{}: a row of {} values: the length is negative", name, cols));

@@ -98,6 +98,12 @@ struct BlockLayout {
 // whole row for i8_row.
 BlockLayout block_layout(QuantFormat format, int64_t row_length);
 
+// The values that share one scale (quant/block_fields.h): 32 (q4_K's sub-blocks too), 16 for
+// q6_K's sub-blocks, the whole row of `row_length` for i8_row.
+int64_t values_per_scale(QuantFormat format, int64_t row_length);
+// Whether the format subtracts a min per sub-block (q4_K).
+bool has_mins(QuantFormat format);
+
 // Bytes of one row of `cols` values. Throws FormatError naming the format and the length
 // when `cols` is negative or not a whole number of blocks, LimitError on overflow.
 int64_t row_bytes(QuantFormat format, int64_t cols);

@@ -1,6 +1,7 @@
 // The safetensors format: an 8-byte little-endian header length, a JSON header
 // {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then the bytes.
-// cutcheck's tensors are F32, BF16, F16, I32 and BOOL; the layout checks (offsets past the end,
+// cutcheck's tensors are F32, BF16, F16, I32 and BOOL, and quantized weights as U8 blocks
+// (stored_form); the layout checks (offsets past the end,
 // overlapping or unindexed bytes, sizes that disagree with shapes) hold for every dtype, so
 // checkpoint importers index any dtype (and refuse the ones cutcheck does not read) the same way.
 #pragma once

@@ -25,6 +25,19 @@ bool has_attention_bias(const ModelSpec& s) { return s.attention_bias; }
 bool has_qk_norm(const ModelSpec& s) { return s.qk_norm; }
 bool has_sliding_window(const ModelSpec& s) { return s.sliding_window > 0; }
 
+// The quantized formats' faults act on a spec stored in one.
+bool in_nibbles(const ModelSpec& s) { return s.dtype == DType::q4_0 || s.dtype == DType::q4_K; }
+bool in_blocks(const ModelSpec& s) { return is_quantized(s.dtype) && s.dtype != DType::i8_row; }
+bool with_mins(const ModelSpec& s) { return is_quantized(s.dtype) && has_mins(*quant_format(s.dtype)); }
+// Every matrix row holds at least two scales: each has a neighbour.
+bool in_blocks_of_two(const ModelSpec& s) {
+  if (!in_blocks(s)) return false;
+  const QuantFormat f = *quant_format(s.dtype);
+  for (int64_t row : {s.dim, s.q_width(), s.ffn})
+    if (row < 2 * values_per_scale(f, row)) return false;
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Fault>& fault_catalog() {
@@ -73,6 +86,16 @@ const std::vector<Fault>& fault_catalog() {
        has_qk_norm},
       {"sliding-window-off-by-one", "a query sees sliding_window + 1 keys, one before its window", false, with_layers,
        false, rw::sliding_window_off_by_one, has_sliding_window},
+      // The kernel bugs of quantized weights, on the dequantization written out as its
+      // parts (block_field): each acts only where the spec's weights are in its formats.
+      {"nibbles-swapped", "each byte's two 4-bit codes read the other way round (q4_0, q4_K)", false, all_cut_kinds(),
+       false, rw::nibbles_swapped, in_nibbles},
+      {"block-scale-neighbour", "each block's values scaled by the next block's scale along the row", false,
+       all_cut_kinds(), false, rw::block_scale_neighbour, in_blocks_of_two},
+      {"last-block-dropped", "the last block of each weight row never read (its values 0)", false, all_cut_kinds(), false,
+       rw::last_block_dropped, in_blocks},
+      {"min-subtracted-twice", "q4_K's sub-block mins subtracted twice", false, all_cut_kinds(), false,
+       rw::min_subtracted_twice, with_mins},
   };
   return catalog;
 }

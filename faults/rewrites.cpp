@@ -4,6 +4,8 @@
 
 #include "program/activations.h"
 
+#include <algorithm>
+
 namespace cutcheck::fault_rewrites {
 namespace {
 
@@ -63,7 +65,136 @@ void scale_late_rows(Rewriter& r, ValueId x, ValueId rows, double by, const std:
   r.replace_uses(x, r.insert_after(spread, K::multiply, {x, spread}, {}, name));
 }
 
+// Every convert of a quantized value (a weight, or the embedding rows gathered from one)
+// whose format `wanted` takes; AnchorMissing when there is none.
+std::vector<ValueId> dequantizations(Rewriter& r, bool (*wanted)(QuantFormat)) {
+  std::vector<ValueId> out;
+  for (ValueId v : r.find("*", K::convert)) {
+    const auto format = quant_format(r.type(r.operand(v, 0)).dtype);
+    if (format && wanted(*format)) out.push_back(v);
+  }
+  if (out.empty()) throw AnchorMissing("no convert of a quantized weight of the fault's formats");
+  return out;
+}
+
+// `parts` [..., n] (a block_field's scales or mins) spread over the values they belong to:
+// each repeated for its run of `per` values, as f32 of `shape` [..., n * per], inserted
+// after `after`.
+ValueId spread(Rewriter& r, ValueId after, ValueId parts, int64_t per, const Shape& shape, const std::string& name) {
+  Shape runs = r.type(parts).shape;
+  runs.push_back(per);
+  std::vector<int64_t> dims(runs.size() - 1);
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
+  ValueId b = r.insert_after(after, K::broadcast_in_dim, {parts}, {ints(dims)}, name + ".runs", TensorType{DType::f32, runs});
+  return r.insert_after(b, K::reshape, {b}, {}, name, TensorType{DType::f32, shape});
+}
+
+// x [..., C] with the two halves of each group of `group` values along the last dimension
+// exchanged, inserted after x.
+ValueId swap_halves(Rewriter& r, ValueId x, int64_t group, const std::string& name) {
+  const Shape shape = r.type(x).shape;
+  Shape split(shape.begin(), shape.end() - 1);
+  split.insert(split.end(), {shape.back() / group, 2, group / 2});
+  const size_t rank = split.size();
+  ValueId a = r.insert_after(x, K::reshape, {x}, {}, name + ".groups", TensorType{DType::f32, split});
+  std::vector<int64_t> start(rank, 0), mid = split, step(rank, 1);
+  mid[rank - 2] = 1;
+  ValueId first = r.insert_after(a, K::slice, {a}, {ints(start), ints(mid), ints(step)}, name + ".first");
+  start[rank - 2] = 1;
+  ValueId second = r.insert_after(first, K::slice, {a}, {ints(start), ints(split), ints(step)}, name + ".second");
+  ValueId swapped = r.insert_after(second, K::concatenate, {second, first}, {integer(int64_t(rank - 2))}, name + ".swapped");
+  return r.insert_after(swapped, K::reshape, {swapped}, {}, name, TensorType{DType::f32, shape});
+}
+
+// The value `v` converts from its quantized operand recomputed from its parts (codes x
+// scales - mins, quant/block_fields.h: the same bits), after `change_codes` and
+// `change_scales` edit those parts; every later use of v reads it.
+template <class Codes, class Scales>
+void recompose(Rewriter& r, ValueId v, Codes change_codes, Scales change_scales, const std::string& name) {
+  const ValueId q = r.operand(v, 0);
+  const QuantFormat format = *quant_format(r.type(q).dtype);
+  const Shape shape = r.type(v).shape;
+  const int64_t per = values_per_scale(format, shape.back());
+  ValueId codes = change_codes(r.insert_after(v, K::block_field, {q}, {word("codes")}, name + ".codes"));
+  ValueId scales = r.insert_after(codes, K::block_field, {q}, {word("scales")}, name + ".scales");
+  scales = change_scales(scales);
+  const ValueId scale = spread(r, scales, scales, per, shape, name + ".scale");
+  ValueId value = r.insert_after(scale, K::multiply, {codes, scale}, {}, name + ".scaled");
+  if (has_mins(format)) {
+    const ValueId mins = r.insert_after(value, K::block_field, {q}, {word("mins")}, name + ".mins");
+    const ValueId min = spread(r, mins, mins, per, shape, name + ".min");
+    value = r.insert_after(min, K::subtract, {value, min}, {}, name);
+  }
+  r.replace_uses(v, value);
+}
+
+bool nibble_format(QuantFormat f) { return f == QuantFormat::q4_0 || f == QuantFormat::q4_K; }
+bool block_format(QuantFormat f) { return f != QuantFormat::i8_row; }
+bool format_with_mins(QuantFormat f) { return has_mins(f); }
+
 }  // namespace
+
+void nibbles_swapped(Rewriter& r) {
+  // A byte's two nibbles read the other way round: q4_0's byte j holds values j and j + 16
+  // of its block; q4_K's byte l of chunk c values 64c + l and 64c + 32 + l.
+  for (ValueId v : dequantizations(r, nibble_format)) {
+    const int64_t group = r.type(r.operand(v, 0)).dtype == DType::q4_0 ? 32 : 64;
+    const std::string name = r.name(v) + ".fault";
+    recompose(r, v, [&](ValueId codes) { return swap_halves(r, codes, group, name + ".nibbles"); },
+              [](ValueId scales) { return scales; }, name);
+  }
+}
+
+void block_scale_neighbour(Rewriter& r) {
+  // Each block's values scaled by the next block's scale along the row (the last keeps
+  // its own): a kernel indexing the scales one block off.
+  for (ValueId v : dequantizations(r, block_format)) {
+    const std::string name = r.name(v) + ".fault";
+    recompose(r, v, [](ValueId codes) { return codes; },
+              [&](ValueId scales) {
+                const Shape s = r.type(scales).shape;
+                const size_t last = s.size() - 1;
+                if (s[last] == 1) return scales;  // one block per row: no neighbour
+                std::vector<int64_t> start(s.size(), 0), step(s.size(), 1), limit = s;
+                start[last] = 1;
+                ValueId next = r.insert_after(scales, K::slice, {scales}, {ints(start), ints(limit), ints(step)}, name + ".next");
+                start[last] = s[last] - 1;
+                ValueId end = r.insert_after(next, K::slice, {scales}, {ints(start), ints(limit), ints(step)}, name + ".end");
+                return r.insert_after(end, K::concatenate, {next, end}, {integer(int64_t(last))}, name + ".shifted");
+              },
+              name);
+  }
+}
+
+void last_block_dropped(Rewriter& r) {
+  // Each row's last block never read: its values 0.
+  for (ValueId v : dequantizations(r, block_format)) {
+    const Shape shape = r.type(v).shape;
+    const int64_t block = block_layout(*quant_format(r.type(r.operand(v, 0)).dtype), shape.back()).values;
+    const std::string name = r.name(v) + ".fault";
+    std::vector<int64_t> start(shape.size(), 0), step(shape.size(), 1), limit = shape;
+    limit.back() -= block;
+    ValueId kept = r.insert_after(v, K::slice, {v}, {ints(start), ints(limit), ints(step)}, name + ".kept");
+    Shape tail = shape;
+    tail.back() = block;
+    ValueId zeros = r.insert_after(kept, K::constant, {}, {number(0)}, name + ".zeros", TensorType{DType::f32, tail});
+    ValueId joined = r.insert_after(zeros, K::concatenate, {kept, zeros}, {integer(int64_t(shape.size() - 1))}, name);
+    r.replace_uses(v, joined);
+  }
+}
+
+void min_subtracted_twice(Rewriter& r) {
+  for (ValueId v : dequantizations(r, format_with_mins)) {
+    const ValueId q = r.operand(v, 0);
+    const Shape shape = r.type(v).shape;
+    const std::string name = r.name(v) + ".fault";
+    const ValueId mins = r.insert_after(v, K::block_field, {q}, {word("mins")}, name + ".mins");
+    const int64_t per = values_per_scale(*quant_format(r.type(q).dtype), shape.back());
+    const ValueId min = spread(r, mins, mins, per, shape, name + ".min");
+    const ValueId again = r.insert_after(min, K::subtract, {v, min}, {}, name);
+    r.replace_uses(v, again);
+  }
+}
 
 void late_scores_1e3(Rewriter& r) {
   for (ValueId scores : r.require("l*.scores", K::divide)) {
@@ -184,12 +315,18 @@ void norm_eps_wrong(Rewriter& r) {
 }
 
 void swiglu_gate_up_swapped(Rewriter& r) {
-  // silu(w3 x) * w1 x: the two projections read each other's weight.
+  // silu(w3 x) * w1 x: each projection's users read the other one (both are computed
+  // before either is used, whether or not a weight is widened between them).
   for (ValueId gate : r.require("l*.gate", K::dot_general)) {
-    ValueId up = r.value(layer_of(r.name(gate)) + "up");
-    ValueId w1 = r.operand(gate, 1), w3 = r.operand(up, 1);
-    r.set_operand(gate, 1, w3);
-    r.set_operand(up, 1, w1);
+    const ValueId up = r.value(layer_of(r.name(gate)) + "up");
+    const std::vector<ValueId> gate_users = r.users(gate), up_users = r.users(up);
+    const auto reroute = [&](const std::vector<ValueId>& users, ValueId from, ValueId to) {
+      for (ValueId u : users)
+        for (size_t i = 0; i < r.op(u).operands.size(); ++i)
+          if (r.op(u).operands[i] == from) r.set_operand(u, i, to);
+    };
+    reroute(gate_users, gate, up);
+    reroute(up_users, up, gate);
   }
 }
 
@@ -225,8 +362,12 @@ void all_reduce_dropped(Rewriter& r) {
 }
 
 void rows_past_eight(Rewriter& r) {
-  // Rows from the ninth on embed the tokens of rows 0, 1, ... again.
-  for (ValueId x : r.require("x", K::gather)) {
+  // Rows from the ninth on embed the tokens of rows 0, 1, ... again. The rows are
+  // gathered as `x`, or as `x.stored` where the table is widened after the gather.
+  std::vector<ValueId> gathers = r.find("x", K::gather);
+  for (ValueId stored : r.find("x.stored", K::gather)) gathers.push_back(stored);
+  if (gathers.empty()) gathers = r.require("x", K::gather);  // throws, naming the anchor
+  for (ValueId x : gathers) {
     ValueId tokens = r.operand(x, 1);
     const Shape s = r.type(tokens).shape;
     if (s.size() != 1 || s[0] <= 8) continue;

@@ -28,5 +28,9 @@ void late_scores_1e3(Rewriter& r);
 void late_scores_1e2(Rewriter& r);
 void final_norm_gain_dropped(Rewriter& r);
 void late_logit_shifted(Rewriter& r);
+void nibbles_swapped(Rewriter& r);
+void block_scale_neighbour(Rewriter& r);
+void last_block_dropped(Rewriter& r);
+void min_subtracted_twice(Rewriter& r);
 
 }  // namespace cutcheck::fault_rewrites

@@ -168,8 +168,8 @@ std::string scalar(Emitter& e, const Operation& op, DType dtype, const std::vect
       });
     case OpKind::constant: case OpKind::iota: case OpKind::convert: case OpKind::reduce_precision: case OpKind::compare:
     case OpKind::select: case OpKind::broadcast_in_dim: case OpKind::reshape: case OpKind::transpose: case OpKind::slice:
-    case OpKind::concatenate: case OpKind::dynamic_update_slice: case OpKind::gather: case OpKind::reduce:
-    case OpKind::dot_general: case OpKind::all_reduce: case OpKind::all_gather: break;
+    case OpKind::concatenate: case OpKind::dynamic_update_slice: case OpKind::gather: case OpKind::block_field:
+    case OpKind::reduce: case OpKind::dot_general: case OpKind::all_reduce: case OpKind::all_gather: break;
   }
   throw Error("not a unary or binary op");
 }
@@ -367,6 +367,8 @@ class Lowering {
         return r;
       }
       case OpKind::gather: return gather(op, t);
+      case OpKind::block_field:  // its operand is quantized, and export_mlir refuses those first
+        throw NotYet(fmt::format("%{} = block_field: quantized values have no MLIR form here", p_.name(op.result)));
       case OpKind::reduce: return reduce(op, t);
       case OpKind::dot_general: return dot_general(op, t);
       case OpKind::all_reduce:

@@ -85,6 +85,9 @@ const Scalar cosine_scalar{
     [](double x, double) { return std::cos(x); }, nullptr, [](float x, float) { return std::cos(x); },
     [](double x, double d, double, double, double) { return -2 * std::sin(x + d / 2) * std::sin(d / 2); }};
 
+// The parts of a quantized value block_field reads (quant/block_fields.h).
+const std::vector<std::string_view> block_fields = {"codes", "scales", "mins"};
+
 // Columns after the type rule's: class, takes i32, rounding, in place, commutes, scalar.
 std::vector<OpInfo> rows() {
   return {
@@ -125,6 +128,8 @@ std::vector<OpInfo> rows() {
       {K::dynamic_update_slice, "dynamic_update_slice", 2, -1, {}, false, C::movement, true, R::exact, W::first, false,
        {}},
       {K::gather, "gather", 2, 2, {}, false, C::movement, true, R::exact, W::none, false, {}},
+      {K::block_field, "block_field", 1, 1, {{"field", A::word, block_fields}}, false, C::convert, false, R::exact,
+       W::none, false, {}},
       {K::reduce, "reduce", 1, 1, {{"kind", A::word, reductions}, {"dimensions", A::ints, {}}}, false, C::reduction,
        true, R::sum, W::none, false, {}},
       {K::dot_general, "dot_general", 2, 2,
@@ -350,6 +355,16 @@ TensorType infer(const OpInfo& info, std::span<const TensorType* const> in, Attr
       t.shape.insert(t.shape.end(), in[0]->shape.begin() + 1, in[0]->shape.end());
       return t;
     }
+    case K::block_field: {
+      const auto format = quant_format(in[0]->dtype);
+      if (!format) fail(op, fmt::format("the operand must be quantized, got {}", in[0]->str()));
+      const std::string& field = std::get<std::string>(a.attrs[0]);
+      if (field == "codes") return {DType::f32, in[0]->shape};
+      if (field == "mins" && !has_mins(*format)) fail(op, fmt::format("{} has no mins", in[0]->str()));
+      TensorType t{DType::f32, in[0]->shape};
+      t.shape.back() /= values_per_scale(*format, t.shape.back());  // whole blocks: the verifier checked the operand
+      return t;
+    }
     case K::reduce: {
       if (!is_numeric(in[0]->dtype)) fail(op, fmt::format("operand must be f32 or i32, got {}", in[0]->str()));
       const auto& dims = a.ints(1);
@@ -462,9 +477,9 @@ TensorType result_type(OpKind kind, std::span<const TensorType* const> operands,
   // converted to f32, or gathered by rows of a table (a row keeps its blocks), nothing else.
   for (size_t i = 0; i < operands.size(); ++i) {
     const bool row_gather = kind == OpKind::gather && i == 0 && operands[i]->rank() >= 2;
-    if (is_quantized(operands[i]->dtype) && kind != OpKind::convert && !row_gather)
-      fail(info.name, fmt::format("{} is quantized: it is only converted to f32 or gathered by rows of a table of rank "
-                                  "2 or more",
+    if (is_quantized(operands[i]->dtype) && kind != OpKind::convert && kind != OpKind::block_field && !row_gather)
+      fail(info.name, fmt::format("{} is quantized: it is only converted to f32, taken apart by block_field or "
+                                  "gathered by rows of a table of rank 2 or more",
                                   operands[i]->str()));
   }
   TensorType t = infer(info, operands, Attrs{attrs}, stated);

@@ -48,6 +48,8 @@ enum class OpKind : uint8_t {
   concatenate,
   dynamic_update_slice,
   gather,
+  // A quantized value's codes, scales or mins, as f32.
+  block_field,
   // Reductions and contractions.
   reduce,
   dot_general,

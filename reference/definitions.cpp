@@ -32,6 +32,7 @@ Kernel definition_for(OpKind kind) {
     case OpKind::concatenate: return eval_concatenate;
     case OpKind::dynamic_update_slice: return eval_dynamic_update_slice;
     case OpKind::gather: return eval_gather;
+    case OpKind::block_field: return eval_block_field;
     case OpKind::reduce: return eval_reduce;
     case OpKind::dot_general: return dot_general_naive;  // each element its own ordered sum
     case OpKind::all_reduce:

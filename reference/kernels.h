@@ -59,6 +59,7 @@ void eval_slice(const Operation& op, Operands in, Tensor& out);
 void eval_concatenate(const Operation& op, Operands in, Tensor& out);
 void eval_dynamic_update_slice(const Operation& op, Operands in, Tensor& out);
 void eval_gather(const Operation& op, Operands in, Tensor& out);
+void eval_block_field(const Operation& op, Operands in, Tensor& out);
 void eval_reduce(const Operation& op, Operands in, Tensor& out);
 void eval_dot_general(const Operation& op, Operands in, Tensor& out);  // dot_general_tiled, widest tile kernel
 

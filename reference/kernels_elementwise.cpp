@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/ieee.h"
+#include "quant/block_fields.h"
 #include "quant/dequantize.h"
 #include "reference/exp_f32.h"
 #include "reference/kernels.h"
@@ -106,6 +107,20 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
   } else {
     throw Error("convert: unsupported dtypes");
   }
+}
+
+// Row by row: quant/block_fields.h takes each row apart.
+void eval_block_field(const Operation& op, Operands in, Tensor& out) {
+  const Tensor& a = *in[0];
+  const QuantFormat format = *quant_format(a.dtype());
+  const std::string& field = op.word("field");
+  void (*part)(QuantFormat, const std::byte*, int64_t, float*) =
+      field == "codes" ? row_codes : field == "scales" ? row_scales : row_mins;
+  const int64_t cols = a.shape().back(), rows = cols == 0 ? 0 : a.elements() / cols;
+  const int64_t per_row = field == "codes" ? cols : cols / values_per_scale(format, cols);
+  const size_t stride = rows == 0 ? 0 : size_t(a.bytes() / uint64_t(rows));
+  float* y = out.as_mut<float>().data();
+  for (int64_t r = 0; r < rows; ++r) part(format, a.raw().data() + size_t(r) * stride, cols, y + r * per_row);
 }
 
 // The op's scalar semantics from its row of the op table (program/ops.h).

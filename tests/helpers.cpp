@@ -69,6 +69,21 @@ std::vector<std::string> fault_names() {
   return names;
 }
 
+ModelSpec blocks_spec(DType dtype) {
+  ModelSpec s = builtin_spec("tiny");
+  s.name = "tiny-blocks";
+  s.vocab = 40, s.dim = 256, s.layers = 2, s.heads = 8, s.kv_heads = 2, s.head_dim = 64, s.ffn = 512;
+  s.tied = false;
+  s.dtype = dtype;
+  s.validate();
+  return s;
+}
+
+bool quantized_fault(const std::string& name) {
+  return name == "nibbles-swapped" || name == "block-scale-neighbour" || name == "last-block-dropped" ||
+         name == "min-subtracted-twice";
+}
+
 std::string param_name(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
   std::replace(name.begin(), name.end(), '.', '_');

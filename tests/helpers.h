@@ -57,6 +57,11 @@ void remove_temp_dirs();
 // The fault catalog's names, for parameterised tests; and a name as a test-name suffix
 // ('-' and '.' become '_').
 std::vector<std::string> fault_names();
+// A small model whose matrices are stored in `dtype`, every row whole blocks of every
+// format (256 values: the K-quants'), splitting over 2 chips on whole blocks.
+ModelSpec blocks_spec(DType dtype);
+// Whether a fault acts only on quantized weights (a spec stored in a block format).
+bool quantized_fault(const std::string& name);
 std::string param_name(std::string name);
 
 // Through `backend`, one case each of Decode, Prefill, BatchEmbed and DecodeHead of `tiny`

@@ -41,8 +41,9 @@ TEST_P(EveryFault, FindsItsAnchorsWhereItClaimsAndNowhereElseChangesAnything) {
   knobs.rope_scaling = {RopeScalingType::llama3, 8, 1, 4, 64};
   knobs.attention_bias = knobs.qk_norm = true;
   knobs.sliding_window = 4;
+  const ModelSpec quantized = test::blocks_spec(DType::q4_K);  // the quantized weights' faults act here
   int claimed = 0;
-  for (const ModelSpec& spec : {interleaved, half, knobs}) {
+  for (const ModelSpec& spec : {interleaved, half, knobs, quantized}) {
     for (CutKind kind : all_cut_kinds()) {
       const Cut cut{kind, 1, 10, 20};  // more than 8 rows, a cache longer than 16
       for (int64_t tp : {int64_t(1), int64_t(2)}) {
@@ -72,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(Faults, EveryFault, ::testing::ValuesIn(test::fault_nam
                          [](const auto& info) { return test::param_name(info.param); });
 
 TEST(Faults, TheCatalogKeepsItsShape) {
-  EXPECT_EQ(fault_catalog().size(), 22u);
+  EXPECT_EQ(fault_catalog().size(), 26u);
   int precision_only = 0;
   for (const Fault& f : fault_catalog()) {
     EXPECT_FALSE(f.description.empty()) << f.name;

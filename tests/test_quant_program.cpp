@@ -1,10 +1,14 @@
 // Quantized weights in the program language: a model whose matrices are stored in a block
 // format runs exactly as the f32 model of the same weights dequantized, unsplit and split,
 // and its bound is that model's; the language refuses what would split a block.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
+
+#include <cstring>
 
 #include "author/author.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "core/safetensors.h"
 #include "harness/runner.h"
 #include "harness/split.h"
@@ -20,17 +24,6 @@ namespace cutcheck {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A small model whose rows are whole blocks of every format (256 values: the K-quants').
-ModelSpec spec_in(DType dtype) {
-  ModelSpec s = builtin_spec("tiny");
-  s.name = "tiny-blocks";
-  s.vocab = 40, s.dim = 256, s.layers = 2, s.heads = 8, s.kv_heads = 2, s.head_dim = 64, s.ffn = 512;
-  s.tied = false;
-  s.dtype = dtype;
-  s.validate();
-  return s;
-}
 
 // The same weights as f32: every quantized matrix dequantized row by row by quant/.
 TensorMap dequantized(const TensorMap& weights) {
@@ -54,7 +47,7 @@ TensorMap dequantized(const TensorMap& weights) {
 class QuantizedModel : public ::testing::TestWithParam<DType> {};
 
 TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
-  const ModelSpec q = spec_in(GetParam());
+  const ModelSpec q = test::blocks_spec(GetParam());
   ModelSpec f = q;
   f.dtype = DType::f32;
   const TensorMap weights = synthetic_weights(q, 7);
@@ -88,7 +81,7 @@ TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
 }
 
 TEST_P(QuantizedModel, SplitsOverChipsOnWholeBlocks) {
-  const ModelSpec q = spec_in(GetParam());
+  const ModelSpec q = test::blocks_spec(GetParam());
   const TensorMap weights = synthetic_weights(q, 8);
   const Cut cut = Cut::decode(10);
   ReferenceRunner whole(q, weights);
@@ -110,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedModel,
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(QuantizedWeights, WeightsFilesHoldTheBlocksAsBytes) {
-  const ModelSpec q = spec_in(DType::q4_0);
+  const ModelSpec q = test::blocks_spec(DType::q4_0);
   const TensorMap weights = synthetic_weights(q, 3);
   const fs::path dir = test::temp_dir("quant-weights");
   write_weights(dir, weights, q);
@@ -137,7 +130,7 @@ TEST(QuantizedWeights, WeightsFilesHoldTheBlocksAsBytes) {
 }
 
 TEST(QuantizedWeights, SpecsAndSplitsNeedWholeBlocks) {
-  ModelSpec s = spec_in(DType::q4_K);
+  ModelSpec s = test::blocks_spec(DType::q4_K);
   s.ffn = 384;  // 1.5 super-blocks
   try {
     s.validate();
@@ -146,12 +139,12 @@ TEST(QuantizedWeights, SpecsAndSplitsNeedWholeBlocks) {
     EXPECT_THAT(e.what(), HasSubstr("dtype q4_K stores rows in whole blocks of 256 values, but ffn (384) is not a multiple of 256"));
   }
   // wo's rows (heads x head_dim = 256 values) split in two are half a q4_K super-block.
-  ModelSpec q = spec_in(DType::q4_K);
+  ModelSpec q = test::blocks_spec(DType::q4_K);
   q.heads = 4;
   ASSERT_TRUE(widths_unsplittable(q, 2));
   EXPECT_EQ(*widths_unsplittable(q, 2),
             "tp = 2 splits heads x head_dim = 256 into parts of 128 values, not whole 256-value q4_K blocks");
-  EXPECT_FALSE(widths_unsplittable(spec_in(DType::q4_K), 2));
+  EXPECT_FALSE(widths_unsplittable(test::blocks_spec(DType::q4_K), 2));
 }
 
 // The language: quantized values are weights, converted to f32 or gathered by rows.
@@ -169,9 +162,9 @@ TEST(QuantizedLanguage, RefusesWhatWouldSplitABlock) {
   EXPECT_THAT(error("weight %w : q4_0[4,30]\n%y = convert %w : f32[4,30]\noutput y = %y\n"),
               HasSubstr("q.txt:3:1: weight %w: q4_0[4,30]: q4_0: a row of 30 values is not a whole number of 32-value blocks"));
   EXPECT_THAT(error("weight %w : q4_0[4,64]\n%r = reshape %w : q4_0[8,32]\n%y = convert %r : f32[8,32]\noutput y = %y\n"),
-              HasSubstr("q4_0[4,64] is quantized: it is only converted to f32 or gathered by rows"));
+              HasSubstr("q4_0[4,64] is quantized: it is only converted to f32, taken apart by block_field or gathered by rows"));
   EXPECT_THAT(error("weight %w : q4_0[64]\n%x = gather %w, %t : q4_0[2]\n%y = convert %x : f32[2]\noutput y = %y\n"),
-              HasSubstr("it is only converted to f32 or gathered by rows of a table of rank 2 or more"));
+              HasSubstr("gathered by rows of a table of rank 2 or more"));
   EXPECT_THAT(error("weight %w : q8_0[4,32]\n%y = convert %w : bf16[4,32]\noutput y = %y\n"),
               HasSubstr("a quantized value converts to f32 only, not q8_0[4,32] to bf16[4,32]"));
   EXPECT_THAT(error("weight %w : q8_0[4,32]\noutput w = %w\n"), HasSubstr("output 'w': q8_0[4,32] is quantized"));
@@ -179,6 +172,62 @@ TEST(QuantizedLanguage, RefusesWhatWouldSplitABlock) {
   // Printed and parsed back alike.
   const std::string text = "program \"q\"\n\nweight %w : q6_K[2,256]\n%y = convert %w : f32[2,256]\n\noutput y = %y\n";
   EXPECT_EQ(print(parse_and_verify(text, "q.txt")), print(parse_and_verify(print(parse_and_verify(text, "q.txt")), "again")));
+}
+
+// block_field takes a quantized value apart; written out in the language, codes x scales
+// (- mins) is convert's value bit for bit, whatever the bytes (every code, every sign, the
+// scales random but finite): the form the dequantization faults rewrite (faults/).
+TEST(QuantizedLanguage, CodesTimesScalesMinusMinsIsTheConvertedValue) {
+  for (QuantFormat format : all_quant_formats) {
+    SCOPED_TRACE(quant_format_name(format));
+    const int64_t C = 512, per = values_per_scale(format, C), n = C / per;
+    const std::string t = std::string(dtype_name(dtype_of(format)));
+    std::string text = fmt::format(
+        "program \"parts\"\nweight %w : {0}[3,{1}]\n%v = convert %w : f32[3,{1}]\n"
+        "%c = block_field %w {{field = codes}} : f32[3,{1}]\n%s = block_field %w {{field = scales}} : f32[3,{2}]\n"
+        "%sb = broadcast_in_dim %s {{broadcast_dimensions = [0, 1]}} : f32[3,{2},{3}]\n%sr = reshape %sb : f32[3,{1}]\n"
+        "%p = multiply %c, %sr : f32[3,{1}]\n",
+        t, C, n, per);
+    if (has_mins(format))
+      text += fmt::format(
+          "%m = block_field %w {{field = mins}} : f32[3,{1}]\n"
+          "%mb = broadcast_in_dim %m {{broadcast_dimensions = [0, 1]}} : f32[3,{1},{2}]\n%mr = reshape %mb : f32[3,{0}]\n"
+          "%d = subtract %p, %mr : f32[3,{0}]\noutput v = %v\noutput d = %d\n",
+          C, n, per);
+    else
+      text += "output v = %v\noutput d = %p\n";
+    // Random bytes, with each block's scales made finite f16 (i8_row: a finite f32).
+    Tensor w({dtype_of(format), {3, C}});
+    SplitMix64 rng{uint64_t(format) + 1};
+    for (std::byte& b : w.raw_mut()) b = std::byte(rng.next() & 0xff);
+    const BlockLayout block = block_layout(format, C);
+    const auto finite_f16 = [&](std::byte* at) {  // exponent 1..30: normal and finite
+      const uint16_t h = uint16_t((rng.next() & 0x83ff) | ((1 + rng.next() % 30) << 10));
+      at[0] = std::byte(h & 0xff), at[1] = std::byte(h >> 8);
+    };
+    for (int64_t at = 0; at < int64_t(w.bytes()); at += block.bytes) {
+      std::byte* b = w.raw_mut().data() + at;
+      switch (format) {
+        case QuantFormat::q8_0: case QuantFormat::q4_0: case QuantFormat::q5_0: finite_f16(b); break;
+        case QuantFormat::q4_K: finite_f16(b), finite_f16(b + 2); break;
+        case QuantFormat::q6_K: finite_f16(b + 208); break;
+        case QuantFormat::i8_row: {
+          const float s = 4 * rng.symmetric();
+          std::memcpy(b, &s, 4);
+          break;
+        }
+      }
+    }
+    Executable e(parse_and_verify(text, "parts"), {{"w", w}});
+    const TensorMap out = e.run({});
+    EXPECT_TRUE(out.at("v").same_bits(out.at("d"))) << bitwise_difference({{"x", out.at("v")}}, {{"x", out.at("d")}}).value_or("");
+    // A wrong field is refused by the type rule.
+    if (!has_mins(format))
+      EXPECT_THROW(parse_and_verify(fmt::format("program \"m\"\nweight %w : {0}[3,{1}]\n%m = block_field %w {{field = mins}} "
+                                                ": f32[3,{2}]\noutput m = %m\n", t, C, n),
+                                    "m"),
+                   VerifyError);
+  }
 }
 
 }  // namespace

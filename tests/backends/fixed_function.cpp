@@ -7,10 +7,13 @@
 //
 // Like a real fixed-function engine it covers one family and says so for the rest
 // (exit 77): Decode and Forward, unsplit, interleaved rope, head_dim = dim / heads
-// (llama2.c's models). It obeys the conformance protocol:
+// (llama2.c's models), weights in f32 or Q4_0 (which it dequantizes with its own code,
+// from ggml's block layout as docs/formats.md states it). It obeys the conformance protocol:
 //   cutcheck-fixed-function FOLDER --inputs IN --outputs OUT
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -35,6 +38,31 @@ void check_family(const Cut& cut, int64_t tp, const ModelSpec& spec) {
                              spec.head_dim, spec.dim, spec.heads));
 }
 
+// IEEE binary16 to float, by its fields.
+float f16_value(uint16_t h) {
+  const int exponent = (h >> 10) & 31, mantissa = h & 1023;
+  const float sign = (h & 0x8000) ? -1.0f : 1.0f;
+  if (exponent == 0) return sign * std::ldexp(float(mantissa), -24);
+  if (exponent == 31) return mantissa ? NAN : sign * INFINITY;
+  return sign * std::ldexp(float(1024 + mantissa), exponent - 25);
+}
+
+// A Q4_0 matrix as f32: blocks of 18 bytes, a little-endian f16 scale d and 16 bytes whose
+// low nibbles are values 0-15 of the block and high nibbles values 16-31; value = d (q - 8).
+Tensor q4_0_as_f32(const Tensor& t) {
+  Tensor out({DType::f32, t.shape()});
+  const uint8_t* block = reinterpret_cast<const uint8_t*>(t.raw().data());
+  float* y = out.as_mut<float>().data();
+  for (int64_t i = 0; i < out.elements(); i += 32, block += 18) {
+    const float d = f16_value(uint16_t(block[0] | block[1] << 8));
+    for (int j = 0; j < 16; ++j) {
+      y[i + j] = d * float((block[2 + j] & 15) - 8);
+      y[i + j + 16] = d * float((block[2 + j] >> 4) - 8);
+    }
+  }
+  return out;
+}
+
 void run(const fs::path& folder, const fs::path& inputs, const fs::path& outputs) {
   const fs::path manifest_file = folder / "manifest.json";
   if (!fs::exists(manifest_file) && fs::exists(folder / "chip0")) throw NotYet("tp splits: this engine runs on one chip");
@@ -44,11 +72,17 @@ void run(const fs::path& folder, const fs::path& inputs, const fs::path& outputs
     throw FormatError(fmt::format("{}: not a {} manifest", manifest_file.string(), manifest_format));
   const Cut cut = Cut::parse(json_string(json, "cut", manifest_file.string()), manifest_file.string());
   const int64_t tp = json_int(json, "tp", manifest_file.string());
-  const ModelSpec spec = load_spec((folder / json_string(json, "spec", manifest_file.string())).string());
+  ModelSpec spec = load_spec((folder / json_string(json, "spec", manifest_file.string())).string());
   check_family(cut, tp, spec);
+  if (spec.dtype != DType::f32 && spec.dtype != DType::q4_0)
+    throw NotYet(fmt::format("weights in {}: this engine reads f32 and q4_0", dtype_name(spec.dtype)));
 
   const Manifest manifest = Manifest::read(manifest_file);
-  Oracle engine(spec, load_weights(manifest, folder));
+  TensorMap weights = load_weights(manifest, folder);
+  for (auto& [name, t] : weights)
+    if (t.dtype() == DType::q4_0) t = q4_0_as_f32(t);
+  spec.dtype = DType::f32;  // the oracle computes on the f32 values
+  Oracle engine(spec, std::move(weights));
   write_safetensors(outputs, engine.run(cut, read_safetensors(inputs).tensors));
 }
 
