@@ -441,6 +441,22 @@ TEST(Conform, AFixedFunctionBackendRunsFromTheFolderContractAlone) {
   }
 }
 
+// The same backend on weights stored in Q4_0: it dequantizes the blocks with its own code
+// (docs/formats.md's layout, not quant/), and every case passes the f32 bound.
+TEST(Conform, AFixedFunctionBackendReadsQ4_0Weights) {
+  CommandBackend backend(CUTCHECK_FIXED_FUNCTION_BACKEND, test::generous_seconds);
+  ConformOptions o = options("fixed-function-q4_0", 40);
+  o.tp = {1};
+  o.kinds = {CutKind::decode, CutKind::forward};
+  ModelSpec spec = test::blocks_spec(DType::q4_0);
+  spec.heads = 4;  // head_dim = dim / heads, the engine's family
+  spec.validate();
+  o.spec = spec;
+  o.shapes.ctx_max = 512;  // as above: the engine's rotary angles are computed in double
+  ConformReport r = conform(backend, o);
+  EXPECT_EQ(r.count(Verdict::passed), 40) << summary_table(r);
+}
+
 TEST(Conform, CasesRoundTripThroughJson) {
   Case c;
   c.spec = builtin_spec("tiny");
