@@ -10,12 +10,14 @@
 #include "author/builder.h"
 #include "core/interrupt.h"
 #include "core/random.h"
+#include "core/safetensors.h"
 #include "core/text.h"
 #include "harness/runner.h"
 #include "harness/split.h"
 #include "program/folder.h"
 #include "program/rewrite.h"
 #include "program/text.h"
+#include "quant/quantize.h"
 #include "reference/interpreter.h"
 
 namespace cutcheck {
@@ -43,6 +45,20 @@ std::string types_text(const std::vector<Tensor>& operands) {
 class Suite {
  public:
   explicit Suite(uint64_t seed) : rng_{seed} {}
+
+  // `rows` rows of `cols` values in `format`: values of spreads from 1e-3 to 1e3 (and a
+  // zero row) quantized by the format's reference quantizer.
+  Tensor quantized(QuantFormat format, int64_t rows, int64_t cols) {
+    Tensor t(TensorType{dtype_of(format), {rows, cols}});
+    const size_t stride = size_t(row_bytes(format, cols));
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float spread = r == 0 ? 0.0f : std::pow(10.0f, float(r % 7) - 3);
+      for (float& v : x) v = rng_.symmetric() * spread;
+      quantize_row_reference(format, x.data(), cols, t.raw_mut().data() + size_t(r) * stride);
+    }
+    return t;
+  }
 
   // Uniform in [-scale, scale), with the special values mixed in every few elements.
   Tensor f32(S shape, float scale = 1, bool specials = true) {
@@ -82,7 +98,8 @@ class Suite {
   }
 
   // `kind` on `operands`, each a program input; an i1 operand arrives as an i32 input
-  // of 0 and 1 compared with 0 (i1 is never an input), and an i1 result leaves converted.
+  // of 0 and 1 compared with 0 (i1 is never an input), and an i1 result leaves converted;
+  // a quantized operand is a weight, and a quantized result leaves converted to f32.
   void add(const std::string& label, K kind, const std::vector<Tensor>& operands, std::vector<Attr> attrs = {},
            std::optional<TensorType> stated = std::nullopt) {
     OpCase c;
@@ -100,6 +117,9 @@ class Suite {
         ValueId in = b.input(name, as_int.type());
         ids.push_back(b.compare(in, b.constant(0, as_int.type(), name + ".zero"), "NE", name + ".pred"));
         c.inputs.emplace(name, as_int);
+      } else if (is_quantized(x.dtype())) {  // only weights are quantized
+        ids.push_back(b.weight(name, x.type()));
+        c.weights.emplace(name, x);
       } else {
         ids.push_back(b.input(name, x.type()));
         c.inputs.emplace(name, x);
@@ -107,6 +127,7 @@ class Suite {
     }
     ValueId r = b.op(kind, ids, std::move(attrs), "result", std::move(stated));
     if (b.type(r).dtype == DType::i1) r = b.convert(r, DType::i32, "result.i32");
+    if (is_quantized(b.type(r).dtype)) r = b.convert(r, DType::f32, "result.f32");  // never an output
     b.output("result", r);
     c.chips.push_back(b.finish());
     cases_.push_back(std::move(c));
@@ -290,6 +311,17 @@ void reduction_cases(Suite& s) {
   dot(s.f32({5}, 1, false), s.f32({5}, 1, false), {}, {}, {0}, {0}, "rank-0 result");
 }
 
+// Quantized weights: converted, taken apart and gathered, in every format.
+void quantized_cases(Suite& s) {
+  for (QuantFormat format : all_quant_formats) {
+    const Tensor w = s.quantized(format, 7, 256);
+    s.add("", K::convert, {w}, {}, TensorType{DType::f32, w.shape()});
+    for (const char* field : {"codes", "scales", "mins"})
+      if (std::string_view(field) != "mins" || has_mins(format)) s.add(field, K::block_field, {w}, {word(field)});
+    s.add("rows", K::gather, {w, Tensor::of_i32({3}, {6, 0, 3})});
+  }
+}
+
 }  // namespace
 
 std::vector<OpCase> op_cases(uint64_t seed) {
@@ -298,6 +330,7 @@ std::vector<OpCase> op_cases(uint64_t seed) {
   value_cases(s);
   movement_cases(s);
   reduction_cases(s);
+  quantized_cases(s);
   for (int64_t tp : {2, 4}) {
     s.add_collective(K::all_reduce, s.f32({3, 4}), {word("add"), Attr(groups(tp))}, tp);
     s.add_collective(K::all_reduce, s.i32({5}, i32_max - 3, i32_max), {word("add"), Attr(groups(tp))}, tp);
@@ -366,17 +399,21 @@ bool bitwise_equal(const Tensor& want, const Tensor& got) {
 std::pair<Expected, Tolerance> reference_run(const OpCase& c, const Tolerance& tolerance) {
   std::vector<std::unique_ptr<Executable>> chips;
   std::vector<Executable*> raw;
-  for (const Program& p : c.chips) raw.push_back(chips.emplace_back(std::make_unique<Executable>(p, TensorMap{})).get());
+  for (const Program& p : c.chips) raw.push_back(chips.emplace_back(std::make_unique<Executable>(p, c.weights)).get());
   if (c.chips.size() > 1) return {{run_split(raw, c.inputs), {}}, tolerance.bounded() ? Tolerance::fixed_f32() : tolerance};
   return {expect(*raw[0], c.inputs, tolerance), tolerance};
 }
 
+// The case's folder: its program, and its weights (if any) in weights.safetensors beside
+// it; the manifest names no cut.
 void write_case(const OpCase& c, const fs::path& folder) {
   fs::remove_all(folder);
-  const Manifest none{.dir = ".", .weights = {}, .about = Json::object()};  // no weights, no cut
+  Manifest manifest{.dir = ".", .weights = {}, .about = Json::object()};
+  for (const auto& [name, w] : c.weights) manifest.weights.push_back({name, "weights.safetensors", name, w.type()});
   for (size_t chip = 0; chip < c.chips.size(); ++chip)
-    ProgramFolder{c.chips[chip], none, print(c.chips[chip])}.write(c.chips.size() == 1 ? folder
-                                                                                       : folder / fmt::format("chip{}", chip));
+    ProgramFolder{c.chips[chip], manifest, print(c.chips[chip])}.write(c.chips.size() == 1 ? folder
+                                                                                           : folder / fmt::format("chip{}", chip));
+  if (!c.weights.empty()) write_safetensors(folder / "weights.safetensors", c.weights);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct OpCase {
   OpKind kind;
   std::vector<Program> chips;  // one program, or one per chip (collectives)
   TensorMap inputs;            // the unsplit inputs
+  TensorMap weights;           // quantized operands, which only weights may be (the case folder holds them)
 };
 
 // The suite; values come from `seed`.

@@ -153,8 +153,7 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
   for (auto& [name, stored] : index.tensors) {
     TensorType type{DType::f32, std::move(stored.shape)};
     if (!parse_file_dtype(stored.dtype, type.dtype))
-      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL; "
-                                    "quantized weights as U8 blocks where a manifest or spec states their type)",
+      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL)",
                                     source, name, stored.dtype));
     const std::byte* at = stored.bytes.data();
     Tensor t = Tensor::view(type, at, keepalive);
@@ -180,16 +179,22 @@ SafetensorsFile SafetensorsFile::open(const fs::path& path) {
 
 bool SafetensorsFile::holds(const std::string& name) const { return index_.tensors.count(name) > 0; }
 
-Tensor SafetensorsFile::read(const std::string& name, const TensorType& type, const std::string& what) const {
-  auto it = index_.tensors.find(name);
-  if (it == index_.tensors.end()) throw FormatError(fmt::format("{}: '{}' holds no tensor '{}'", what, path_, name));
-  const StoredTensor& stored = it->second;
+Tensor SafetensorsFile::read(const std::string& name, const TensorType& type, const std::string& what,
+                             const std::string& needs) const {
+  const StoredTensor& stored = index_.tensors.at(name);
   const StoredForm want = stored_form(type);
   if (stored.dtype != want.dtype || stored.shape != want.shape) {
+    DType d = DType::f32;
+    const bool readable = parse_file_dtype(stored.dtype, d);
+    if (!readable && !is_quantized(type.dtype))
+      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and "
+                                    "BOOL)",
+                                    path_, name, stored.dtype));
+    const std::string is =
+        readable ? TensorType{d, stored.shape}.str() : fmt::format("{} {}", stored.dtype, shape_str(stored.shape));
     const std::string as_blocks =
         is_quantized(type.dtype) ? fmt::format(" (its blocks, stored as {} {})", want.dtype, shape_str(want.shape)) : "";
-    throw FormatError(fmt::format("{}: tensor '{}' in '{}' is {} {}, not {}{}", what, name, path_, stored.dtype,
-                                  shape_str(stored.shape), type.str(), as_blocks));
+    throw FormatError(fmt::format("{} is {}, {} {}{}", what, is, needs, type.str(), as_blocks));
   }
   Tensor t = Tensor::view(type, stored.bytes.data(), mapped_);
   if (!is_quantized(type.dtype) && reinterpret_cast<uintptr_t>(stored.bytes.data()) % dtype_size(type.dtype) != 0)

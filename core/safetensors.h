@@ -62,8 +62,9 @@ class SafetensorsFile {
  public:
   static SafetensorsFile open(const fs::path& path);
   bool holds(const std::string& name) const;
-  // Throws FormatError, beginning with `what`, naming the file and the tensor.
-  Tensor read(const std::string& name, const TensorType& type, const std::string& what) const;
+  // The tensor `name` (it must be held) as `type`. Throws FormatError when the file stores
+  // it otherwise: "WHAT is f16[2,3], NEEDS f32[2,3]", or naming a dtype cutcheck does not read.
+  Tensor read(const std::string& name, const TensorType& type, const std::string& what, const std::string& needs) const;
   const SafetensorsIndex& index() const { return index_; }
 
  private:

@@ -230,9 +230,28 @@ TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
   for (const WeightInfo& w : weight_layout(spec)) {
     if (!f.holds(w.name))
       throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", file.string(), w.name, spec.name));
-    weights.emplace(w.name, f.read(w.name, stored_type(spec, w), fmt::format("weight '{}'", w.name)));
+    weights.emplace(w.name, f.read(w.name, stored_type(spec, w), fmt::format("{}: weight '{}'", file.string(), w.name),
+                                   "the spec needs"));
   }
   return weights;
+}
+
+TensorMap dequantized_weights(const TensorMap& weights) {
+  TensorMap out;
+  for (const auto& [name, t] : weights) {
+    const auto format = quant_format(t.dtype());
+    if (!format) {
+      out.emplace(name, t);
+      continue;
+    }
+    Tensor f({DType::f32, t.shape()});
+    const int64_t cols = t.shape().back(), rows = cols == 0 ? 0 : t.elements() / cols;
+    const size_t stride = rows == 0 ? 0 : size_t(t.bytes() / uint64_t(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(*format, t.raw().data() + size_t(r) * stride, cols, f.as_mut<float>().data() + r * cols);
+    out.emplace(name, std::move(f));
+  }
+  return out;
 }
 
 TensorType stored_type(const ModelSpec& spec, const WeightInfo& w) {

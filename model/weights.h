@@ -65,6 +65,11 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
 void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed,
                              std::optional<QuantFormat> through = std::nullopt);
 
+// The weights with every quantized tensor dequantized to f32 (exactly, quant/dequantize.h),
+// the others as they are: a quantized spec's model as an f32 one (exports, which write
+// checkpoints from f32 values).
+TensorMap dequantized_weights(const TensorMap& weights);
+
 // A weights folder holds model.safetensors, and spec.json when it came from an import.
 fs::path weights_file(const fs::path& dir);
 void write_weights(const fs::path& dir, const TensorMap& weights, const ModelSpec& spec);

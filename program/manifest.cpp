@@ -115,7 +115,11 @@ TensorMap load_weights(const Manifest& manifest, const fs::path& manifest_folder
     fs::path path = resolve_under(dir, w.file, what);
     auto it = files.find(path.string());
     if (it == files.end()) it = files.emplace(path.string(), SafetensorsFile::open(path)).first;
-    out.emplace(w.name, it->second.read(w.tensor, w.type, what));
+    if (!it->second.holds(w.tensor))
+      throw FormatError(fmt::format("{}: '{}' holds no tensor '{}'", what, path.string(), w.tensor));
+    out.emplace(w.name, it->second.read(w.tensor, w.type,
+                                        fmt::format("{}: tensor '{}' in '{}'", what, w.tensor, path.string()),
+                                        "the manifest says"));
   }
   return out;
 }

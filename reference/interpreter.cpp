@@ -45,18 +45,20 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
       steps_.push_back(std::move(step));
     }
   }
-  if (!options_.keep_values) read_bf16_as_stored();
+  if (!options_.keep_values) read_narrow_as_stored();
   hold_small_weights_transposed();
   plan_contractions();
   if (!options_.keep_values) plan_arena();
 }
 
-// A bf16 value converted to f32 only to be a dot_general's rhs (a weight, in authored
-// programs) is handed to the contraction as stored: the kernel widens each element as it
-// reads it, exactly as convert does, so the sums are the same bits and the widened copy
-// is never written. Not with keep_values (value() promises the copy), nor with another
-// kernel table (not known to take a bf16 rhs) or a store (it would see the copy).
-void Executable::read_bf16_as_stored() {
+// A bf16 or quantized value converted to f32 only to be a dot_general's rhs (a weight, in
+// authored programs) is handed to the contraction as stored: the kernel widens each
+// element (dequantizes each row) as it reads it, exactly as convert does, so the sums are
+// the same bits and the widened copy is never written. A quantized one only where every
+// such contraction reads it as x . w^T (contracts_stored). Not with keep_values (value()
+// promises the copy), nor with another kernel table (not known to take a narrow rhs) or a
+// store (it would see the copy).
+void Executable::read_narrow_as_stored() {
   if (options_.kernels || options_.store) return;
   const size_t n = program_.values.size();
   std::vector<int> readers(n), as_rhs(n);  // per value: how often it is read, and as a dot_general's rhs
@@ -71,8 +73,14 @@ void Executable::read_bf16_as_stored() {
   for (const Step& convert : steps_) {
     const Operation& op = *convert.op;
     const size_t wide = size_t(op.result);
-    if (op.kind != OpKind::convert || program_.type(op.operands[0]).dtype != DType::bf16 ||
+    const DType from = program_.type(op.operands[0]).dtype;
+    if (op.kind != OpKind::convert || (from != DType::bf16 && !is_quantized(from)) ||
         program_.type(op.result).dtype != DType::f32 || readers[wide] != as_rhs[wide])
+      continue;
+    if (is_quantized(from) && std::any_of(steps_.begin(), steps_.end(), [&](const Step& step) {
+          return step.op->kind == OpKind::dot_general && size_t(step.op->operands[1]) == wide &&
+                 !contracts_stored(*step.op, program_.type(step.op->operands[0]), program_.type(op.result));
+        }))
       continue;
     for (Step& step : steps_)
       if (step.op->kind == OpKind::dot_general && size_t(step.op->operands[1]) == wide)

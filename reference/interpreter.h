@@ -94,7 +94,7 @@ class Executable {
   };
 
   void finish(Step& step);
-  void read_bf16_as_stored();
+  void read_narrow_as_stored();
   void hold_small_weights_transposed();
   void plan_contractions();
   void plan_arena();

@@ -69,8 +69,13 @@ void eval_dot_general(const Operation& op, Operands in, Tensor& out);  // dot_ge
 // machine's tile kernels (contract_tile.h); the tests hold the two to equal bits.
 // Both also take an rhs of bf16 (a weight as stored, handed over without its convert to
 // f32): its values are widened exactly as they are read, so the sums are those of the
-// converted weight.
+// converted weight. And a quantized rhs [N, K] in the layout contracts_stored accepts, each
+// row dequantized as convert does, then summed as the definition sums.
 struct TileKernel;
+// Whether a dot_general of these operand types reads its rhs as x . w^T (no batching, lhs
+// contracted over its last dimension, the rank-2 rhs over its rows): the only layout in
+// which a quantized rhs may be handed over as stored.
+bool contracts_stored(const Operation& op, const TensorType& lhs, const TensorType& rhs);
 void dot_general_naive(const Operation& op, Operands in, Tensor& out);
 void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out);
 // eval_dot_general for operands of these types, which offsets each result row, column

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/ieee.h"
+#include "quant/dequantize.h"
 #include "reference/contract_tile.h"
 #include "reference/index.h"
 #include "reference/kernels.h"
@@ -458,14 +459,52 @@ void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const
   contract<T>(tile, gemm_of(dot_layout(op, lhs.type(), rhs.type(), out.type())), lhs, rhs, out);
 }
 
+// x . w^T with w a quantized weight [N, K] as stored (the interpreter hands it over in
+// place of its convert): each row of w dequantized once (quant/dequantize.h, convert's own
+// values) and contracted with every row of x, the terms summed in double in ascending k
+// from 0 as the definition sums, so the bits are those of the f32 contraction. The rows
+// are split between threads; a decode never holds more of the widened weight than a row
+// per thread.
+void contract_quantized(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  const QuantFormat format = *quant_format(rhs.dtype());
+  const int64_t N = rhs.shape()[0], K = rhs.shape()[1], M = K == 0 ? 0 : lhs.elements() / K;
+  float* y = out.as_mut<float>().data();
+  if (K == 0) {
+    std::fill(y, y + out.elements(), 0.0f);
+    return;
+  }
+  const size_t stride = size_t(rhs.bytes() / uint64_t(std::max<int64_t>(N, 1)));
+  const float* x = lhs.as<float>().data();
+  parallel_for(N, double(M + 1) * double(K), [&](int64_t begin, int64_t end) {
+    std::vector<float> w(static_cast<size_t>(K));
+    for (int64_t n = begin; n < end; ++n) {
+      dequantize_row(format, rhs.raw().data() + size_t(n) * stride, K, w.data());
+      for (int64_t m = 0; m < M; ++m) {
+        const float* xm = x + m * K;
+        double sum = 0.0;
+        for (int64_t k = 0; k < K; ++k) sum += double(xm[k]) * double(w[size_t(k)]);
+        y[m * N + n] = float(sum);
+      }
+    }
+  });
+}
+
 }  // namespace
 
+bool contracts_stored(const Operation& op, const TensorType& lhs, const TensorType& rhs) {
+  return rhs.rank() == 2 && lhs.rank() >= 1 && op.ints("lhs_batching_dimensions").empty() &&
+         op.ints("rhs_contracting_dimensions") == std::vector<int64_t>{1} &&
+         op.ints("lhs_contracting_dimensions") == std::vector<int64_t>{lhs.rank() - 1};
+}
+
 void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
+  if (is_quantized(in[1]->dtype())) return contract_quantized(*in[0], *in[1], out);
   if (in[1]->dtype() == DType::bf16) return naive<uint16_t>(op, *in[0], *in[1], out);
   naive<float>(op, *in[0], *in[1], out);
 }
 
 void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out) {
+  if (is_quantized(in[1]->dtype())) return contract_quantized(*in[0], *in[1], out);
   if (in[1]->dtype() == DType::bf16) return tiled<uint16_t>(tile, op, *in[0], *in[1], out);
   tiled<float>(tile, op, *in[0], *in[1], out);
 }
@@ -482,6 +521,7 @@ Kernel dot_general_planned(const Operation& op, const TensorType& lhs, const Ten
   if (offsets > kept_offsets_max) return eval_dot_general;
   auto g = std::make_shared<const Gemm>(view);
   return [g](const Operation&, Operands in, Tensor& result) {
+    if (is_quantized(in[1]->dtype())) return contract_quantized(*in[0], *in[1], result);
     if (in[1]->dtype() == DType::bf16) return contract<uint16_t>(tile_kernel(), *g, *in[0], *in[1], result);
     contract<float>(tile_kernel(), *g, *in[0], *in[1], result);
   };

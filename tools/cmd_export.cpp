@@ -49,8 +49,12 @@ void add_export(CLI::App& app, const std::string& name, const std::string& descr
   cmd->add_option("--dtype", args->dtype, dtype_help);
   cmd->callback([args, write] {
     if (args->weights.empty() && !args->seed) throw Error("give --weights (a weights folder) or --seed (synthetic weights)");
-    const ModelSpec spec = resolve_spec(args->spec, args->weights);
-    const TensorMap weights = args->seed ? synthetic_weights(spec, *args->seed) : read_weights(args->weights, spec);
+    ModelSpec spec = resolve_spec(args->spec, args->weights);
+    TensorMap weights = args->seed ? synthetic_weights(spec, *args->seed) : read_weights(args->weights, spec);
+    if (is_quantized(spec.dtype)) {  // exported from its exact f32 values (--dtype quantizes again)
+      weights = dequantized_weights(weights);
+      spec.dtype = DType::f32;
+    }
     const std::string type = write(args->out, spec, weights, args->dtype);
     fmt::print("wrote {} ({}, {})\n", args->out, spec.name, type);
   });
