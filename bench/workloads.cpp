@@ -38,9 +38,12 @@ const Workload& workload(const std::string& name, Placement placement) {
     Llama2cModel m = read_llama2c(checkpoint);
     w = {m.spec, std::move(m.weights), "llama2.c checkpoint"};
   } else {
-    const bool bf16 = name.ends_with("-bf16");
-    w.spec = builtin_spec(bf16 ? name.substr(0, name.size() - 5) : name);
-    if (bf16) w.spec.dtype = DType::bf16;
+    // NAME-DTYPE: the built-in NAME with its weights in DTYPE (llama1b-bf16, llama3-8b-q4_0).
+    const size_t dash = name.rfind('-');
+    DType dtype = DType::f32;
+    const bool typed = dash != std::string::npos && parse_dtype(name.substr(dash + 1), dtype);
+    w.spec = builtin_spec(typed ? name.substr(0, dash) : name);
+    if (typed) w.spec.dtype = dtype;
     w.source = "seeded";
     const char* data = std::getenv("CUTCHECK_BENCH_DATA");
     fs::path dir = fs::path(data ? data : "bench-data") / name;
