@@ -191,7 +191,8 @@ const Tensor& PerturbedRuns::perturbation(ValueId v) {
   if (perturbed(v)) return shadow_[size_t(v)];
   if (program_.type(v).dtype != DType::f32) return value_(v);  // the reference's value, unperturbed
   Tensor& z = zeros_[size_t(v)];
-  if (z.type() != program_.type(v)) z = Tensor(program_.type(v));
+  // An empty Tensor() is f32[] by type with no storage: a rank-0 value's zeros are made too.
+  if (z.type() != program_.type(v) || z.elements() != z.type().elements()) z = Tensor(program_.type(v));
   return z;
 }
 

@@ -378,6 +378,9 @@ TEST(OpSuite, CoversEveryOpAndFindsAPlantedOpBug) {
   OpReport same = conform_ops(reference, cases, {}, Tolerance::fixed_f32(), work);
   EXPECT_EQ(same.count(OpVerdict::bitwise), int(cases.size())) << same.table();
   EXPECT_TRUE(same.passed());
+  // Under the bound (the default of `conform --ops`), rank-0 values included.
+  OpReport bounded = conform_ops(reference, cases, {}, Tolerance::bound(Precision::f32), work);
+  EXPECT_EQ(bounded.count(OpVerdict::bitwise), int(cases.size())) << bounded.table();
   // maximum computed as minimum: every maximum case but the 0-size one fails, nothing else does.
   EditedReference wrong([](Rewriter& r) {
     for (ValueId v : r.find("result", OpKind::maximum)) r.set_kind(v, OpKind::minimum);
