@@ -10,6 +10,7 @@
 #include "core/half.h"
 #include "core/random.h"
 #include "core/safetensors.h"
+#include "quant/block_fields.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 
@@ -230,8 +231,11 @@ TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
   for (const WeightInfo& w : weight_layout(spec)) {
     if (!f.holds(w.name))
       throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", file.string(), w.name, spec.name));
-    weights.emplace(w.name, f.read(w.name, stored_type(spec, w), fmt::format("{}: weight '{}'", file.string(), w.name),
-                                   "the spec needs"));
+    const std::string what = fmt::format("{}: weight '{}'", file.string(), w.name);
+    Tensor t = f.read(w.name, stored_type(spec, w), what, "the spec needs");
+    if (const auto format = quant_format(t.dtype()))  // refused here, not in the middle of a campaign
+      check_scales(*format, t.raw().data(), w.shape[0], w.shape.back(), what);
+    weights.emplace(w.name, std::move(t));
   }
   return weights;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -116,6 +117,19 @@ void row_mins(QuantFormat format, const std::byte* blocks, int64_t n, float* y) 
     const std::byte* b = blocks + k * layout.bytes;
     const float dmin = finite_f16(format, b + q4_K_dmin, k, "dmin");
     for (int j = 0; j < 8; ++j) *y++ = dmin * float(unpack_scale_min(b + q4_K_scales, j).min);
+  }
+}
+
+void check_scales(QuantFormat format, const std::byte* blocks, int64_t rows, int64_t cols, const std::string& what) {
+  const int64_t stride = row_bytes(format, cols), parts = cols == 0 ? 0 : cols / values_per_scale(format, cols);
+  std::vector<float> scratch(static_cast<size_t>(parts));
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      row_scales(format, blocks + r * stride, cols, scratch.data());
+      if (has_mins(format)) row_mins(format, blocks + r * stride, cols, scratch.data());
+    } catch (const FormatError& e) {
+      throw FormatError(fmt::format("{} row {}: {}", what, r, e.what()));
+    }
   }
 }
 

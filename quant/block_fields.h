@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/quant_blocks.h"
 
@@ -27,5 +28,10 @@ namespace cutcheck {
 void row_codes(QuantFormat format, const std::byte* blocks, int64_t n, float* out);
 void row_scales(QuantFormat format, const std::byte* blocks, int64_t n, float* out);
 void row_mins(QuantFormat format, const std::byte* blocks, int64_t n, float* out);
+
+// Every block of `rows` rows of `cols` values has finite scales (and mins): what ggml's
+// ggml_validate_row_data asks too. Throws FormatError beginning with `what` and naming the
+// row, the block and the field.
+void check_scales(QuantFormat format, const std::byte* blocks, int64_t rows, int64_t cols, const std::string& what);
 
 }  // namespace cutcheck

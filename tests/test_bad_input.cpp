@@ -421,6 +421,22 @@ std::vector<Bad> catalog() {
                },
                is<FormatError>(), "m.gguf: tensor 'blk.0.attn_v.weight': row 3: q8_0 block 0: the scale d is inf (f16 bits "
                "0x7c00), not a finite number"});
+  // Quantized weights in a program: rows of whole blocks, counts that fit, finite scales.
+  c.push_back({"program quantized row not whole blocks",
+               [] { program("program \"p\"\nweight %w : q4_K[2,100]\n%y = convert %w : f32[2,100]\noutput y = %y\n"); },
+               is<VerifyError>(), "p.txt:2:1: weight %w: q4_K[2,100]: q4_K: a row of 100 values is not a whole number of 256-value blocks"});
+  c.push_back({"program quantized block count that overflows", [] {
+                 program("program \"p\"\nweight %w : q4_0[4611686018427387904,32]\n"
+                         "%y = convert %w : f32[4611686018427387904,32]\noutput y = %y\n");
+               },
+               is<LimitError>(), "p.txt:2:1: %w: shape [4611686018427387904,32] has too many elements"});
+  c.push_back({"quantized weight with an infinite scale", [] {
+                 Tensor w(TensorType{DType::q4_0, {3, 32}});
+                 w.raw_mut()[18 * 2 + 1] = std::byte{0x7c};  // row 2's scale: f16 infinity
+                 Executable(parse_and_verify("program \"p\"\nweight %w : q4_0[3,32]\n%y = convert %w : f32[3,32]\noutput y = %y\n"),
+                            {{"w", w}});
+               },
+               is<FormatError>(), "weight 'w' row 2: q4_0 block 0: the scale d is inf (f16 bits 0x7c00), not a finite number"});
   c.push_back({"gguf metadata of the wrong type", [] { gguf([](auto& g) { g.set_f32("llama.attention.head_count", 4); }); },
                is<FormatError>(), "m.gguf: key 'llama.attention.head_count' has type float32, but it must be an integer"});
   c.push_back({"gguf array longer than the file", [] { gguf_raw(0, 1, le(1, 8) + "k" + le(9, 4) + le(10, 4) + le(uint64_t(1) << 62, 8)); },
