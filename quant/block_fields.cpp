@@ -14,15 +14,6 @@ namespace {
 
 using namespace quant_fields;
 
-float finite_f16(QuantFormat format, const std::byte* p, int64_t block, const char* field) {
-  const uint16_t bits = load_u16(p);
-  const float value = f16_to_f32(bits);
-  if (!std::isfinite(value))
-    throw FormatError(fmt::format("{} block {}: the scale {} is {} (f16 bits 0x{:04x}), not a finite number",
-                                  quant_format_name(format), block, field, value, bits));
-  return value;
-}
-
 // The 256 codes of a q6_K super-block, in value order.
 void q6_K_codes(const std::byte* b, float* y) {
   for (int h = 0; h < 2; ++h) {
@@ -39,6 +30,15 @@ void q6_K_codes(const std::byte* b, float* y) {
 }
 
 }  // namespace
+
+float quant_fields::finite_f16(QuantFormat format, const std::byte* p, int64_t block, const char* field) {
+  const uint16_t bits = load_u16(p);
+  const float value = f16_to_f32(bits);
+  if (!std::isfinite(value))
+    throw FormatError(fmt::format("{} block {}: the scale {} is {} (f16 bits 0x{:04x}), not a finite number",
+                                  quant_format_name(format), block, field, value, bits));
+  return value;
+}
 
 void row_codes(QuantFormat format, const std::byte* blocks, int64_t n, float* y) {
   const BlockLayout layout = block_layout(format, n);

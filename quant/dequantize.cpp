@@ -13,27 +13,16 @@ namespace {
 
 using namespace quant_fields;
 
-// The f16 scale `field` of block `block`, widened; a non-finite one is refused.
-float f16_scale(QuantFormat format, const std::byte* p, int64_t block, const char* field) {
-  const uint16_t bits = load_u16(p);
-  const float value = f16_to_f32(bits);
-  if (!std::isfinite(value)) {
-    throw FormatError(fmt::format("{} block {}: the scale {} is {} (f16 bits 0x{:04x}), not a finite number",
-                                  quant_format_name(format), block, field, value, bits));
-  }
-  return value;
-}
-
 // Each function below reads one block at `b` and writes its values to `y`. The int-to-float
 // conversions and the products are ggml's, operand for operand.
 
 void q8_0_block(const std::byte* b, int64_t block, float* y) {
-  const float d = f16_scale(QuantFormat::q8_0, b + q8_0_d, block, "d");
+  const float d = finite_f16(QuantFormat::q8_0, b + q8_0_d, block, "d");
   for (int i = 0; i < 32; ++i) y[i] = float(int8_t(b[q8_0_q + i])) * d;
 }
 
 void q4_0_block(const std::byte* b, int64_t block, float* y) {
-  const float d = f16_scale(QuantFormat::q4_0, b + q4_0_d, block, "d");
+  const float d = finite_f16(QuantFormat::q4_0, b + q4_0_d, block, "d");
   for (int j = 0; j < 16; ++j) {
     const uint8_t pair = byte_at(b, q4_0_q + j);
     y[j] = float((pair & 15) - 8) * d;
@@ -42,7 +31,7 @@ void q4_0_block(const std::byte* b, int64_t block, float* y) {
 }
 
 void q5_0_block(const std::byte* b, int64_t block, float* y) {
-  const float d = f16_scale(QuantFormat::q5_0, b + q5_0_d, block, "d");
+  const float d = finite_f16(QuantFormat::q5_0, b + q5_0_d, block, "d");
   const uint32_t qh = load_u32(b + q5_0_qh);
   for (int j = 0; j < 16; ++j) {
     const uint8_t pair = byte_at(b, q5_0_q + j);
@@ -52,8 +41,8 @@ void q5_0_block(const std::byte* b, int64_t block, float* y) {
 }
 
 void q4_K_block(const std::byte* b, int64_t block, float* y) {
-  const float d = f16_scale(QuantFormat::q4_K, b + q4_K_d, block, "d");
-  const float dmin = f16_scale(QuantFormat::q4_K, b + q4_K_dmin, block, "dmin");
+  const float d = finite_f16(QuantFormat::q4_K, b + q4_K_d, block, "d");
+  const float dmin = finite_f16(QuantFormat::q4_K, b + q4_K_dmin, block, "dmin");
   for (int c = 0; c < 4; ++c) {  // a chunk of 32 bytes holds sub-blocks 2c (low nibbles) and 2c + 1 (high)
     const ScaleMin low = unpack_scale_min(b + q4_K_scales, 2 * c), high = unpack_scale_min(b + q4_K_scales, 2 * c + 1);
     const float d_low = d * float(low.scale), m_low = dmin * float(low.min);
@@ -67,7 +56,7 @@ void q4_K_block(const std::byte* b, int64_t block, float* y) {
 }
 
 void q6_K_block(const std::byte* b, int64_t block, float* y) {
-  const float d = f16_scale(QuantFormat::q6_K, b + q6_K_d, block, "d");
+  const float d = finite_f16(QuantFormat::q6_K, b + q6_K_d, block, "d");
   auto value = [&](int i, int code) { y[i] = d * float(int8_t(b[q6_K_scales + i / 16])) * float(code - 32); };
   for (int h = 0; h < 2; ++h) {
     const std::byte* ql = b + q6_K_ql + 64 * h;

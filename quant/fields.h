@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/quant_blocks.h"
+
 namespace cutcheck::quant_fields {
 
 // Byte offsets within a block.
@@ -39,6 +41,10 @@ inline void store_u32(std::byte* p, uint32_t v) {
 inline float load_f32(const std::byte* p) { return std::bit_cast<float>(load_u32(p)); }
 
 inline void store_f32(std::byte* p, float value) { store_u32(p, std::bit_cast<uint32_t>(value)); }
+
+// The f16 scale `field` of block `block` at `p`, widened; FormatError naming the format,
+// the block and the field when it is not finite (ggml's ggml_validate_row_data refuses it).
+float finite_f16(QuantFormat format, const std::byte* p, int64_t block, const char* field);
 
 // Sub-block j's 6-bit scale and min in Q4_K's 12 packed bytes (ggml's get_scale_min_k4).
 struct ScaleMin {

@@ -17,32 +17,12 @@
 #include "program/inputs.h"
 #include "properties/compare.h"
 #include "program/text.h"
-#include "quant/dequantize.h"
 #include "tests/helpers.h"
 
 namespace cutcheck {
 namespace {
 
 using ::testing::HasSubstr;
-
-// The same weights as f32: every quantized matrix dequantized row by row by quant/.
-TensorMap dequantized(const TensorMap& weights) {
-  TensorMap out;
-  for (const auto& [name, t] : weights) {
-    const auto format = quant_format(t.dtype());
-    if (!format) {
-      out.emplace(name, t);
-      continue;
-    }
-    Tensor f({DType::f32, t.shape()});
-    const int64_t cols = t.shape().back(), rows = t.elements() / cols;
-    const size_t stride = size_t(t.bytes() / uint64_t(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row(*format, t.raw().data() + size_t(r) * stride, cols, f.as_mut<float>().data() + r * cols);
-    out.emplace(name, std::move(f));
-  }
-  return out;
-}
 
 class QuantizedModel : public ::testing::TestWithParam<DType> {};
 
@@ -55,7 +35,7 @@ TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
   EXPECT_EQ(weights.at("layers.0.attention.wq").type(), (TensorType{GetParam(), {512, 256}}));
   EXPECT_EQ(weights.at("layers.0.attention.wq").bytes(), uint64_t(bytes_for(*quant_format(GetParam()), 512, 256)));
   EXPECT_EQ(weights.at("norm").type(), (TensorType{DType::f32, {256}}));
-  ReferenceRunner quantized(q, weights), plain(f, dequantized(weights));
+  ReferenceRunner quantized(q, weights), plain(f, dequantized_weights(weights));
   // Without keep_values (as `cutcheck run` runs), the contractions read the weights as
   // stored, a row dequantized at a time: the same bits.
   RunOptions lean;
@@ -79,7 +59,7 @@ TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
   for (size_t at = text.find(" : " + name + "["); at != std::string::npos; at = text.find(" : " + name + "[", at))
     text.replace(at, 3 + name.size(), " : f32");
   const TensorMap in = random_inputs(program, 6);
-  Executable quantized_exe(program, weights), plain_exe(parse_and_verify(text, "as f32"), dequantized(weights));
+  Executable quantized_exe(program, weights), plain_exe(parse_and_verify(text, "as f32"), dequantized_weights(weights));
   const Expected a = expect(quantized_exe, in, Tolerance::bound(Precision::f32)),
                  b = expect(plain_exe, in, Tolerance::bound(Precision::f32));
   EXPECT_EQ(bitwise_difference(b.values, a.values), std::nullopt);
@@ -99,7 +79,7 @@ TEST_P(QuantizedModel, SplitsOverChipsOnWholeBlocks) {
   // blocks, so the split of the dequantized model gives the same bits.
   ModelSpec f = q;
   f.dtype = DType::f32;
-  SplitRunner plain(f, dequantized(weights), 2);
+  SplitRunner plain(f, dequantized_weights(weights), 2);
   EXPECT_EQ(bitwise_difference(plain.run(cut, in), got), std::nullopt);
   EXPECT_EQ(want.at("logits").type(), got.at("logits").type());
 }
