@@ -63,6 +63,8 @@ Manifest Manifest::from_json(const Json& json, const std::string& source) {
       check_memory(w.type.bytes(), where);  // a shape whose size overflows, or no run could hold
     } catch (const LimitError& e) {
       throw FormatError(fmt::format("{}: shape {} is too large ({})", where, shape_str(w.type.shape), e.what()));
+    } catch (const FormatError& e) {  // a quantized type whose rows are not whole blocks
+      throw FormatError(fmt::format("{}: {}", where, e.what()));
     }
     if (!names.insert(w.name).second) throw FormatError(fmt::format("{}: named twice", where));
     m.weights.push_back(std::move(w));

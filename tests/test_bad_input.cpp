@@ -230,6 +230,14 @@ std::vector<Bad> catalog() {
                  manifest(j);
                },
                is<FormatError>(), "manifest.json: weight 'w': unknown dtype 'f64'"});
+  c.push_back({"manifest quantized rows not whole blocks", [] {
+                 Json j = good_manifest();
+                 j["weights"][0]["dtype"] = "q4_0";
+                 j["weights"][0]["shape"] = {4, 30};
+                 manifest(j);
+               },
+               is<FormatError>(), "manifest.json: weight 'w': q4_0[4,30]: q4_0: a row of 30 values is not a whole number of "
+               "32-value blocks"});
   c.push_back({"manifest shape of the wrong kind", [] {
                  Json j = good_manifest();
                  j["weights"][0]["shape"] = "4x3";

@@ -26,7 +26,7 @@ void add_weights(CLI::App& app) {
   add_number(cmd, "--tp", args->tp, "also write the shards of these tp splits (DIR/tpN/chipC.safetensors)", tp_widths);
   cmd->add_option("--dtype", args->dtype,
                    "q8_0, q4_0, q5_0, q4_K or q6_K: f32 weights whose matrices are quantized by ggml's reference quantizer "
-                   "and dequantized again (default: the spec's dtype, unquantized)");
+                   "and dequantized again (default: the spec's dtype; a quantized spec writes its blocks)");
   cmd->callback([args] {
     ModelSpec spec = load_spec(args->spec);
     std::optional<QuantFormat> through;
