@@ -233,8 +233,7 @@ TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
       throw FormatError(fmt::format("{}: weight '{}' is missing (spec {})", file.string(), w.name, spec.name));
     const std::string what = fmt::format("{}: weight '{}'", file.string(), w.name);
     Tensor t = f.read(w.name, stored_type(spec, w), what, "the spec needs");
-    if (const auto format = quant_format(t.dtype()))  // refused here, not in the middle of a campaign
-      check_scales(*format, t.raw().data(), w.shape[0], w.shape.back(), what);
+    if (is_quantized(t.dtype())) check_scales(t, what);  // refused here, not in the middle of a campaign
     weights.emplace(w.name, std::move(t));
   }
   return weights;
@@ -243,16 +242,12 @@ TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
 TensorMap dequantized_weights(const TensorMap& weights) {
   TensorMap out;
   for (const auto& [name, t] : weights) {
-    const auto format = quant_format(t.dtype());
-    if (!format) {
+    if (!is_quantized(t.dtype())) {
       out.emplace(name, t);
       continue;
     }
     Tensor f({DType::f32, t.shape()});
-    const int64_t cols = t.shape().back(), rows = cols == 0 ? 0 : t.elements() / cols;
-    const size_t stride = rows == 0 ? 0 : size_t(t.bytes() / uint64_t(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row(*format, t.raw().data() + size_t(r) * stride, cols, f.as_mut<float>().data() + r * cols);
+    dequantize_tensor(t, f.as_mut<float>().data());
     out.emplace(name, std::move(f));
   }
   return out;

@@ -120,7 +120,10 @@ void row_mins(QuantFormat format, const std::byte* blocks, int64_t n, float* y) 
   }
 }
 
-void check_scales(QuantFormat format, const std::byte* blocks, int64_t rows, int64_t cols, const std::string& what) {
+void check_scales(const Tensor& t, const std::string& what) {
+  const QuantFormat format = *quant_format(t.dtype());
+  const std::byte* blocks = t.raw().data();
+  const int64_t cols = t.shape().back(), rows = cols == 0 ? 0 : t.elements() / cols;
   const int64_t stride = row_bytes(format, cols), parts = cols == 0 ? 0 : cols / values_per_scale(format, cols);
   std::vector<float> scratch(static_cast<size_t>(parts));
   for (int64_t r = 0; r < rows; ++r) {

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/quant_blocks.h"
+#include "core/tensor.h"
 
 namespace cutcheck {
 
@@ -29,9 +30,9 @@ void row_codes(QuantFormat format, const std::byte* blocks, int64_t n, float* ou
 void row_scales(QuantFormat format, const std::byte* blocks, int64_t n, float* out);
 void row_mins(QuantFormat format, const std::byte* blocks, int64_t n, float* out);
 
-// Every block of `rows` rows of `cols` values has finite scales (and mins): what ggml's
+// Every block of a quantized tensor's rows has finite scales (and mins): what ggml's
 // ggml_validate_row_data asks too. Throws FormatError beginning with `what` and naming the
 // row, the block and the field.
-void check_scales(QuantFormat format, const std::byte* blocks, int64_t rows, int64_t cols, const std::string& what);
+void check_scales(const Tensor& t, const std::string& what);
 
 }  // namespace cutcheck

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/quant_blocks.h"
+#include "core/tensor.h"
 
 namespace cutcheck {
 
@@ -14,5 +15,9 @@ namespace cutcheck {
 // is not finite (an f16 infinity or NaN, or i8_row's f32 one), naming the block and the
 // field: ggml's ggml_validate_row_data refuses those blocks too.
 void dequantize_row(QuantFormat format, const std::byte* blocks, int64_t n, float* out);
+
+// Every row of a quantized tensor (core/tensor.h) to `out`, its elements() floats: the
+// one loop over a tensor's rows that convert, the exports and the tests share.
+void dequantize_tensor(const Tensor& t, float* out);
 
 }  // namespace cutcheck

@@ -25,10 +25,8 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
     if (it->second.type() != program_.type(w.value))
       throw InputError(fmt::format("weight '{}' is {}, the program declares {}", name, it->second.type().str(),
                                    program_.type(w.value).str()));
-    if (const auto format = quant_format(it->second.dtype())) {  // refused here, not mid-run in a kernel
-      const int64_t cols = it->second.shape().back(), rows = cols == 0 ? 0 : it->second.elements() / cols;
-      check_scales(*format, it->second.raw().data(), rows, cols, fmt::format("weight '{}'", name));
-    }
+    if (is_quantized(it->second.dtype()))  // refused here, not mid-run in a kernel
+      check_scales(it->second, fmt::format("weight '{}'", name));
     slots_[size_t(w.value)] = stored(w.value, it->second);
   }
   if (options_.keep_values) {  // every value at once (the verifier checked the fewest a run needs)

@@ -85,11 +85,8 @@ void eval_convert(const Operation&, Operands in, Tensor& out) {
     auto x = a.as<int32_t>();
     auto y = out.as_mut<float>();
     for (size_t i = 0; i < y.size(); ++i) y[i] = float(x[i]);  // round to nearest
-  } else if (const auto format = quant_format(from)) {  // exact: quant/dequantize.h, row by row
-    const int64_t cols = a.shape().back(), rows = cols == 0 ? 0 : a.elements() / cols;
-    const size_t stride = rows == 0 ? 0 : size_t(a.bytes() / uint64_t(rows));
-    float* y = out.as_mut<float>().data();
-    for (int64_t r = 0; r < rows; ++r) dequantize_row(*format, a.raw().data() + size_t(r) * stride, cols, y + r * cols);
+  } else if (is_quantized(from)) {  // exact: quant/dequantize.h, row by row
+    dequantize_tensor(a, out.as_mut<float>().data());
   } else if (is_half(from)) {  // exact: every bf16 and f16 value is an f32
     auto y = out.as_mut<float>();
     const auto* x = reinterpret_cast<const uint16_t*>(a.raw().data());
