@@ -39,8 +39,12 @@ Executable::Executable(Program program, TensorMap weights, RunOptions options)
   for (const Operation& op : program_.ops) {
     Step step{&op, options_.kernels ? options_.kernels(op.kind) : kernel_for(op.kind), {}, &slots_[size_t(op.result)]};
     for (ValueId v : op.operands) step.operands.push_back(&slots_[size_t(v)]);
-    // Ops that read nothing give the same value on every run: compute them now.
-    if (op.operands.empty()) {
+    // Ops that read nothing give the same value on every run: compute them now, once. A
+    // large one without keep_values (a splat as wide as a kv cache, one per layer in an
+    // authored decode) is instead computed each run into its place among the
+    // intermediates: held for the program's life, those would add up to a second set of
+    // caches.
+    if (op.operands.empty() && (options_.keep_values || program_.type(op.result).bytes() <= computed_once_max_bytes)) {
       *step.result = Tensor(program_.type(op.result));
       finish(step);
     } else {
@@ -76,8 +80,9 @@ void Executable::read_narrow_as_stored() {
   for (const Step& convert : steps_) {
     const Operation& op = *convert.op;
     const size_t wide = size_t(op.result);
+    if (op.kind != OpKind::convert) continue;
     const DType from = program_.type(op.operands[0]).dtype;
-    if (op.kind != OpKind::convert || (from != DType::bf16 && !is_quantized(from)) ||
+    if ((from != DType::bf16 && !is_quantized(from)) ||
         program_.type(op.result).dtype != DType::f32 || readers[wide] != as_rhs[wide])
       continue;
     if (is_quantized(from) && std::any_of(steps_.begin(), steps_.end(), [&](const Step& step) {

@@ -1,7 +1,7 @@
 // The reference interpreter. A verified program is planned once: weights bound (mapped,
 // not copied), every result buffer allocated (or, without RunOptions::keep_values, every
 // intermediate given a place in one arena by its lifetime, and outputs a new buffer each
-// run), values from nothing computed; then each run checks the inputs and executes the
+// run), small values from nothing computed; then each run checks the inputs and executes the
 // ops in order, one kernel each (kernels.h). No run allocates for an intermediate.
 #pragma once
 
@@ -15,6 +15,10 @@
 #include "reference/transposed_weights.h"
 
 namespace cutcheck {
+
+// The largest value from nothing (a constant, an iota) an executable without keep_values
+// computes once and holds; larger ones are computed each run among the intermediates.
+constexpr uint64_t computed_once_max_bytes = uint64_t(64) << 10;
 
 struct RunOptions {
   // Threads a kernel may split its output between (dot_general, for large specs). The
@@ -50,7 +54,8 @@ class Executable {
   const Program& program() const { return program_; }
   // A value as the last run left it: with keep_values every value of the program is kept
   // until the next run (the error-bound pass reads them all); without it only the weights,
-  // the inputs (but those run(TensorMap&&) wrote over) and values from nothing are.
+  // the inputs (but those run(TensorMap&&) wrote over) and values from nothing of at most
+  // computed_once_max_bytes are.
   const Tensor& value(ValueId id) const;
   // Without keep_values: the bytes every run's intermediates share (the arena); 0 with it.
   uint64_t arena_bytes() const { return arena_.bytes(); }

@@ -98,6 +98,34 @@ TEST(Arena, IntermediatesAreNotKept) {
   EXPECT_NO_THROW(e.value(*program.find(weight::wq(0))));
 }
 
+// A constant or iota larger than computed_once_max_bytes is not held between runs: it
+// has a place among the intermediates, which an element-wise op then writes over, so each
+// run must compute it again. Two runs on other inputs give the plain path's bits; a small
+// constant is computed once and kept.
+TEST(Arena, LargeValuesFromNothingAreComputedEachRun) {
+  const int64_t rows = int64_t(computed_once_max_bytes / (64 * sizeof(float))) + 1;
+  const TensorType wide{DType::f32, {rows, 64}};
+  Builder b("large_constant");
+  const ValueId x = b.input("x", wide);
+  const ValueId ones = b.constant(1.0, wide, "ones");
+  const ValueId counts = b.convert(b.iota(0, TensorType{DType::i32, {rows, 64}}, "counts.i32"), DType::f32, "counts");
+  const ValueId small = b.constant(2.0, TensorType{DType::f32, {1, 64}}, "small");
+  const ValueId shifted = b.binary(OpKind::add, b.binary(OpKind::add, x, ones, "plus_one"), counts, "shifted");
+  b.output("y", b.binary(OpKind::multiply, shifted, shifted, "y"));
+  b.output("s", b.binary(OpKind::add, small, small, "s"));
+  const Program program = b.finish();
+  RunOptions lean;
+  lean.keep_values = false;
+  Executable plain(program, {}), arena(program, {}, lean);
+  EXPECT_GE(arena.arena_bytes(), 2 * wide.bytes());  // the ones and the counts have places of their own
+  for (uint64_t seed : {1, 2, 3}) {
+    const TensorMap in = random_inputs(program, seed);
+    expect_same_bits(plain.run(in), arena.run(deep_copy(in)));
+  }
+  EXPECT_THROW(arena.value(ones), Error);
+  EXPECT_NO_THROW(arena.value(small));
+}
+
 // A bf16 weight converted to f32 only to be a dot_general's rhs is contracted as stored:
 // the same bits as converting it first (the plain path does), on the decode kernel (3
 // rows) and the blocked one (6 rows), and no widened copy in the arena. A converted
