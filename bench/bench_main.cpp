@@ -237,12 +237,14 @@ void register_all() {
     iterations(benchmark::RegisterBenchmark(("decode/reference_2_threads/" + model).c_str(), reference_decode, model, 2), 9);
     iterations(benchmark::RegisterBenchmark(("decode/oracle/" + model).c_str(), oracle_decode, model));
   }
-  // The 1B shape with its weights stored in bf16: half the bytes to read.
-  for (int threads : {1, 2}) {
-    const std::string name = threads == 1 ? "decode/reference/llama1b-bf16" : "decode/reference_2_threads/llama1b-bf16";
-    benchmark::RegisterBenchmark(name.c_str(), reference_decode, std::string("llama1b-bf16"), threads)
-        ->Iterations(9)->UseRealTime()->Unit(benchmark::kMillisecond);
-  }
+  // The 1B shape with its weights stored in bf16 (half the bytes to read) and in Q4_0
+  // (dequantized a panel of rows at a time).
+  for (std::string model : {"llama1b-bf16", "llama1b-q4_0"})
+    for (int threads : {1, 2}) {
+      const std::string name = (threads == 1 ? "decode/reference/" : "decode/reference_2_threads/") + model;
+      benchmark::RegisterBenchmark(name.c_str(), reference_decode, model, threads)
+          ->Iterations(9)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
   for (std::string model : {"bench512", "llama1b", "llama1b-bf16"})
     benchmark::RegisterBenchmark(("decode/ceiling_2_threads/" + model).c_str(), decode_ceiling, model)
         ->Iterations(9)->UseManualTime()->Unit(benchmark::kMillisecond);

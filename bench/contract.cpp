@@ -9,7 +9,10 @@
 
 #include "author/builder.h"
 #include "bench/memory_read.h"
+#include "core/half.h"
+#include "core/quant_blocks.h"
 #include "model/spec.h"
+#include "quant/quantize.h"
 #include "reference/interpreter.h"
 #include "reference/parallel.h"
 
@@ -98,6 +101,37 @@ void dgemm_layer(benchmark::State& state, const std::string& model, int threads)
                                                  benchmark::Counter::kIsRate);
 }
 
+// One decode row against llama1b's feed-forward weight (8192 x 2048) as stored: in bf16,
+// or quantized, contracted as the reference does (panels of dequantized rows on the f32
+// kernels) or by the definition's loop (a row dequantized, then one sum at a time).
+void stored_decode(benchmark::State& state, DType stored, bool definition) {
+  const int64_t N = 8192, K = 2048;
+  Builder b("decode row");
+  const ValueId x = b.input("x", {DType::f32, {1, K}}), w = b.input("w", {DType::f32, {N, K}});
+  b.output("y", b.dot(x, w, {1}, {1}, "y"));
+  const Program program = b.finish();
+  const std::vector<float> values = random_floats(N * K, 7);
+  Tensor lhs = Tensor::of_f32({1, K}, random_floats(K, 5)), rhs(TensorType{stored, {N, K}}), y({DType::f32, {1, N}});
+  if (stored == DType::bf16) {
+    auto* bits = reinterpret_cast<uint16_t*>(rhs.raw_mut().data());
+    for (size_t i = 0; i < values.size(); ++i) bits[i] = f32_to_bf16(values[i]);
+  } else {
+    const uint64_t row_bytes = rhs.bytes() / uint64_t(N);
+    for (int64_t n = 0; n < N; ++n)
+      quantize_row_reference(*quant_format(stored), values.data() + n * K, K, rhs.raw_mut().data() + n * row_bytes);
+  }
+  const Tensor* operands[] = {&lhs, &rhs};
+  KernelThreads scope(1);
+  for (auto _ : state) {
+    if (definition)
+      dot_general_naive(program.ops.back(), operands, y);
+    else
+      eval_dot_general(program.ops.back(), operands, y);
+    benchmark::DoNotOptimize(y.as<float>().data());
+  }
+  state.counters["weight MB"] = double(rhs.bytes()) / 1e6;
+}
+
 // Reads 1 GiB once per iteration, split between `threads` threads as a decode step splits
 // its weights. One read first, untimed: the first pass over freshly written pages ran 30%
 // slower than the next ones here (27 against 39 GB/s).
@@ -118,6 +152,13 @@ void register_contractions() {
     benchmark::RegisterBenchmark(threads == 1 ? "memory/read_bandwidth" : "memory/read_bandwidth_2_threads", read_bandwidth,
                                  threads)
         ->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("contract/decode_row/bf16", stored_decode, DType::bf16, false)->Unit(benchmark::kMillisecond);
+  for (DType stored : {DType::q4_0, DType::q4_K, DType::q8_0})
+    for (bool definition : {false, true})
+      benchmark::RegisterBenchmark(
+          ("contract/decode_row/" + std::string(dtype_name(stored)) + (definition ? "/definition" : "/panels")).c_str(),
+          stored_decode, stored, definition)
+          ->Unit(benchmark::kMillisecond);
   for (std::string model : {"bench512", "llama1b"})
     for (int threads : {1, 2}) {
       const std::string suffix = model + "/threads:" + std::to_string(threads);

@@ -428,11 +428,7 @@ void naive(const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& ou
 
 // The tiled contraction of operands laid out as `g` says.
 template <class T>
-void contract(const TileKernel& tile, const Gemm& g, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
-  if (out.elements() == 0) return;
-  const float* x = lhs.as<float>().data();
-  const T* w = rhs_data<T>(rhs);
-  float* y = out.as_mut<float>().data();
+void contract(const TileKernel& tile, const Gemm& g, const float* x, const T* w, float* y) {
   if (g.M <= stream_rows_max && g.kr_step == 1) return stream(tile, g, x, w, y);
   if (g.M <= stream_rows_max && g.nr_consecutive) return side_by_side(tile, g, x, w, y);
   // Jobs: batches x row blocks x column blocks; with threads, columns are cut finer
@@ -454,6 +450,12 @@ void contract(const TileKernel& tile, const Gemm& g, const Tensor& lhs, const Te
 }
 
 template <class T>
+void contract(const TileKernel& tile, const Gemm& g, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  if (out.elements() == 0) return;
+  contract<T>(tile, g, lhs.as<float>().data(), rhs_data<T>(rhs), out.as_mut<float>().data());
+}
+
+template <class T>
 void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   if (out.elements() == 0) return;
   contract<T>(tile, gemm_of(dot_layout(op, lhs.type(), rhs.type(), out.type())), lhs, rhs, out);
@@ -462,10 +464,9 @@ void tiled(const TileKernel& tile, const Operation& op, const Tensor& lhs, const
 // x . w^T with w a quantized weight [N, K] as stored (the interpreter hands it over in
 // place of its convert): each row of w dequantized once (quant/dequantize.h, convert's own
 // values) and contracted with every row of x, the terms summed in double in ascending k
-// from 0 as the definition sums, so the bits are those of the f32 contraction. The rows
-// are split between threads; a decode never holds more of the widened weight than a row
-// per thread.
-void contract_quantized(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+// from 0 as the definition sums, so the bits are those of the f32 contraction. The
+// definition's loop, one sum at a time (dot_general_naive).
+void contract_quantized_naive(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   const QuantFormat format = *quant_format(rhs.dtype());
   const int64_t N = rhs.shape()[0], K = rhs.shape()[1], M = K == 0 ? 0 : lhs.elements() / K;
   float* y = out.as_mut<float>().data();
@@ -489,6 +490,49 @@ void contract_quantized(const Tensor& lhs, const Tensor& rhs, Tensor& out) {
   });
 }
 
+// The layout of x [M, K] . panel [P, K]^T: a panel of a quantized weight's rows.
+DotLayout panel_layout(int64_t M, int64_t P, int64_t K) {
+  DotLayout g;
+  g.rank = 2, g.lhs_free = 1, g.rhs_free = 1, g.contracted = 1;
+  g.out_size[0] = M, g.out_size[1] = P;
+  g.res_l[0] = K, g.res_r[1] = K;
+  g.con_size[0] = K, g.con_l[0] = 1, g.con_r[0] = 1;
+  return g;
+}
+
+// The same contraction at speed: panels of rows dequantized, then contracted by the f32
+// kernels (the definition's bits; dequantized values are exact f32), so it is the f32
+// contraction of the dequantized weight bit for bit. A panel is at most about
+// panel_bytes_max of f32 (16 rows at least), one per thread: a decode holds no more of the
+// widened weight than that. Threads take panels; the kernel inside a panel runs on the
+// thread that took it.
+void contract_quantized(const TileKernel& tile, const Tensor& lhs, const Tensor& rhs, Tensor& out) {
+  constexpr int64_t panel_bytes_max = int64_t(256) << 10;
+  const QuantFormat format = *quant_format(rhs.dtype());
+  const int64_t N = rhs.shape()[0], K = rhs.shape()[1], M = K == 0 ? 0 : lhs.elements() / K;
+  float* y = out.as_mut<float>().data();
+  if (K == 0 || N == 0 || M == 0) {
+    std::fill(y, y + out.elements(), 0.0f);
+    return;
+  }
+  const int64_t P = std::min(N, std::max<int64_t>(16, panel_bytes_max / (K * int64_t(sizeof(float))) / 16 * 16));
+  const int64_t panels = (N + P - 1) / P, tail = N - (panels - 1) * P;
+  const Gemm full = gemm_of(panel_layout(M, P, K)), last = gemm_of(panel_layout(M, tail, K));
+  const size_t stride = size_t(rhs.bytes() / uint64_t(N));
+  const float* x = lhs.as<float>().data();
+  parallel_for(panels, double(P) * double(M + 1) * double(K), [&](int64_t begin, int64_t end) {
+    std::vector<float> w(size_t(P * K)), part(size_t(M * P));
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n0 = p * P, rows = p + 1 < panels ? P : tail;
+      for (int64_t r = 0; r < rows; ++r)
+        dequantize_row(format, rhs.raw().data() + size_t(n0 + r) * stride, K, w.data() + r * K);
+      contract<float>(tile, rows == P ? full : last, x, w.data(), part.data());
+      for (int64_t m = 0; m < M; ++m)
+        std::copy_n(part.data() + m * rows, rows, y + m * N + n0);
+    }
+  });
+}
+
 }  // namespace
 
 bool contracts_stored(const Operation& op, const TensorType& lhs, const TensorType& rhs) {
@@ -498,13 +542,13 @@ bool contracts_stored(const Operation& op, const TensorType& lhs, const TensorTy
 }
 
 void dot_general_naive(const Operation& op, Operands in, Tensor& out) {
-  if (is_quantized(in[1]->dtype())) return contract_quantized(*in[0], *in[1], out);
+  if (is_quantized(in[1]->dtype())) return contract_quantized_naive(*in[0], *in[1], out);
   if (in[1]->dtype() == DType::bf16) return naive<uint16_t>(op, *in[0], *in[1], out);
   naive<float>(op, *in[0], *in[1], out);
 }
 
 void dot_general_tiled(const TileKernel& tile, const Operation& op, Operands in, Tensor& out) {
-  if (is_quantized(in[1]->dtype())) return contract_quantized(*in[0], *in[1], out);
+  if (is_quantized(in[1]->dtype())) return contract_quantized(tile, *in[0], *in[1], out);
   if (in[1]->dtype() == DType::bf16) return tiled<uint16_t>(tile, op, *in[0], *in[1], out);
   tiled<float>(tile, op, *in[0], *in[1], out);
 }
@@ -521,7 +565,7 @@ Kernel dot_general_planned(const Operation& op, const TensorType& lhs, const Ten
   if (offsets > kept_offsets_max) return eval_dot_general;
   auto g = std::make_shared<const Gemm>(view);
   return [g](const Operation&, Operands in, Tensor& result) {
-    if (is_quantized(in[1]->dtype())) return contract_quantized(*in[0], *in[1], result);
+    if (is_quantized(in[1]->dtype())) return contract_quantized(tile_kernel(), *in[0], *in[1], result);
     if (in[1]->dtype() == DType::bf16) return contract<uint16_t>(tile_kernel(), *g, *in[0], *in[1], result);
     contract<float>(tile_kernel(), *g, *in[0], *in[1], result);
   };

@@ -11,14 +11,18 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <random>
 #include <thread>
 
-#include "core/error.h"
-#include <random>
+#include <fmt/format.h>
 
 #include "author/builder.h"
+#include "core/error.h"
 #include "core/half.h"
 #include "core/ieee.h"
+#include "core/quant_blocks.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
 #include "reference/contract_tile.h"
 #include "reference/kernels.h"
 #include "reference/parallel.h"
@@ -512,6 +516,46 @@ TEST(Ops, DotGeneralWidensBf16WeightsExactly) {
         EXPECT_TRUE(tiled.same_bits(want)) << "case " << n << " with " << path.name << ", " << threads << " threads";
       }
   }
+}
+
+// A quantized weight contracted as stored (x . w^T, the interpreter's hand-over of a
+// weight in place of its convert): in panels of dequantized rows on the f32 kernels, the
+// same bits as the definition's sums over the dequantized values, for every format, a
+// decode's rows and a prefill's, one panel, several and a short last one, on every kernel
+// path and thread count; the definition's own quantized loop agrees too.
+TEST(Ops, QuantizedWeightsContractAsTheirDequantizedValues) {
+  std::mt19937 rng(29);
+  for (QuantFormat format : all_quant_formats)
+    for (int64_t k : {int64_t(256), int64_t(2048)})
+      for (int64_t rows : {1, 3, 6})
+        for (int64_t cols : {1, 37, 300}) {
+          const DotCase c{{rows, k}, {cols, k}, {}, {}, {1}, {1}};
+          const Program program = dot_program(c);
+          const Operation& op = program.ops.back();
+          const Tensor lhs = order_revealing_values(c.lhs, rng);
+          std::vector<float> values(size_t(cols * k));  // within the formats' range (an f16 scale)
+          std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+          for (float& v : values) v = value(rng);
+          Tensor stored(TensorType{dtype_of(format), c.rhs}), widened(TensorType{DType::f32, c.rhs});
+          const uint64_t row_bytes = stored.bytes() / uint64_t(cols);
+          for (int64_t n = 0; n < cols; ++n)
+            quantize_row_reference(format, values.data() + n * k, k, stored.raw_mut().data() + n * row_bytes);
+          dequantize_tensor(stored, widened.as_mut<float>().data());
+          const Tensor* wide_operands[] = {&lhs, &widened};
+          const Tensor* stored_operands[] = {&lhs, &stored};
+          Tensor want(program.type(op.result)), naive(program.type(op.result));
+          dot_general_naive(op, wide_operands, want);
+          dot_general_naive(op, stored_operands, naive);
+          const std::string where = fmt::format("{}, {} x {}, k {}", quant_format_name(format), rows, cols, k);
+          EXPECT_TRUE(naive.same_bits(want)) << where << ", the definition";
+          for (const KernelPath& path : every_kernel_path())
+            for (int threads : {1, 2}) {
+              KernelThreads scope(threads);
+              Tensor got(program.type(op.result));
+              dot_general_tiled(path.kernel, op, stored_operands, got);
+              EXPECT_TRUE(got.same_bits(want)) << where << ", " << path.name << ", " << threads << " threads";
+            }
+        }
 }
 
 // Owned storage starts on a cache line at every size, malloc's large blocks (which start

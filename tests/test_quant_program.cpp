@@ -37,7 +37,7 @@ TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
   EXPECT_EQ(weights.at("norm").type(), (TensorType{DType::f32, {256}}));
   ReferenceRunner quantized(q, weights), plain(f, dequantized_weights(weights));
   // Without keep_values (as `cutcheck run` runs), the contractions read the weights as
-  // stored, a row dequantized at a time: the same bits.
+  // stored, a panel of rows dequantized at a time: the same bits.
   RunOptions lean;
   lean.keep_values = false;
   ReferenceRunner as_stored(q, weights, {}, lean);
