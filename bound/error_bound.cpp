@@ -17,6 +17,16 @@ void Allowance::add(int r, const Tensor& deviation) {
     throw Error("the runs' deviations differ in shape");
   }
   ++added_;
+  if (r >= model_.total_runs()) {  // an explorer: only its largest deviation counts
+    if (added_ <= model_.total_runs()) throw Error("an explorer's deviations came before the first runs'");
+    auto d = deviation.as<float>();
+    auto m = largest_.as_mut<float>();
+    for (size_t i = 0; i < d.size(); ++i) {
+      const float e = std::abs(d[i]);
+      m[i] = std::isnan(e) || std::isnan(m[i]) ? NAN : std::max(m[i], e);
+    }
+    return;
+  }
   if (r >= model_.runs) {  // a probe: paired with its twin once both are here
     const size_t k = size_t(r - model_.runs);
     probes_[k] = deviation;
@@ -47,13 +57,24 @@ void Allowance::pair(size_t k) {
   twins_[k] = probes_[k] = Tensor();
 }
 
+bool Allowance::chaotic(size_t i) const {
+  const double mismatch = mismatch_.as<float>()[i], twins = twin_squares_.as<float>()[i];
+  return mismatch > model_.nonlinearity * model_.nonlinearity * twins;
+}
+
+bool Allowance::chaotic() const {
+  if (!complete()) throw Error("an allowance needs every run");
+  for (size_t i = 0; i < size_t(squares_.elements()); ++i)
+    if (chaotic(i)) return true;
+  return false;
+}
+
 Tensor Allowance::bound() const {
   if (!complete()) throw Error("an allowance needs every run");
   Tensor out(squares_.type());
-  auto s = squares_.as<float>(), m = largest_.as<float>(), ts = twin_squares_.as<float>(), mm = mismatch_.as<float>();
+  auto s = squares_.as<float>(), m = largest_.as<float>();
   auto b = out.as_mut<float>();
-  // Elements that do not follow their errors smoothly, and the largest deviation among them.
-  auto chaotic = [&](size_t i) { return double(mm[i]) > model_.nonlinearity * model_.nonlinearity * double(ts[i]); };
+  // The largest deviation among the elements that do not follow their errors smoothly.
   double pooled = 0;
   for (size_t i = 0; i < b.size(); ++i)
     if (chaotic(i)) pooled = std::max(pooled, double(m[i]));
@@ -78,6 +99,9 @@ ErrorBounds::ErrorBounds(const Program& program, const std::function<const Tenso
   std::map<std::string, Allowance> allowances;
   for (int r = 0; r < model.total_runs(); ++r)
     for (const auto& [name, deviation] : runs.run(r)) allowances.try_emplace(name, model).first->second.add(r, deviation);
+  if (std::any_of(allowances.begin(), allowances.end(), [](const auto& a) { return a.second.chaotic(); }))
+    for (int r = model.total_runs(); r < model.total_runs() + model.explorers; ++r)
+      for (const auto& [name, deviation] : runs.run(r)) allowances.at(name).add(r, deviation);
   for (const auto& [name, allowance] : allowances) outputs_.insert_or_assign(name, allowance.bound());
 }
 

@@ -26,8 +26,12 @@ namespace cutcheck {
 class Allowance {
  public:
   explicit Allowance(const BoundModel& model) : model_(model) {}
-  // Run r's deviations (f32, the same shape every run), in any order of the runs.
+  // Run r's deviations (f32, the same shape every run), in any order of the runs; an
+  // explorer's (r >= model.total_runs()) once the others are in.
   void add(int r, const Tensor& deviation);
+  // Whether an element does not follow its errors smoothly (the probes disagree with
+  // their twins): explorers are then worth running. Once complete().
+  bool chaotic() const;
   // Per element: max(spread * rms, max |deviation|) over the runs; where the probes show
   // the element does not follow its errors smoothly, at least chaos_margin times the
   // largest deviation of any such element of the tensor, and in a tensor with such an
@@ -35,7 +39,7 @@ class Allowance {
   // infinity where a run's deviation was not finite (it left the precision's range, or
   // became NaN).
   Tensor bound() const;
-  bool complete() const { return added_ == model_.total_runs(); }
+  bool complete() const { return added_ >= model_.total_runs(); }
 
  private:
   BoundModel model_;
@@ -44,6 +48,7 @@ class Allowance {
   std::vector<Tensor> twins_, probes_;  // the first runs' deviations and the probes', until paired
   int added_ = 0;
   void pair(size_t k);
+  bool chaotic(size_t i) const;
 };
 
 class ErrorBounds {

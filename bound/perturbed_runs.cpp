@@ -215,7 +215,8 @@ void PerturbedRuns::leaf(ValueId v, uint64_t stream) {
 }
 
 TensorMap PerturbedRuns::run(int r, const TensorMap& inputs) {
-  if (r < 0 || r >= model_.total_runs()) throw Error(fmt::format("perturbed run {} of {}", r, model_.total_runs()));
+  const int last = model_.total_runs() + model_.explorers;
+  if (r < 0 || r >= last) throw Error(fmt::format("perturbed run {} of {}", r, last));
   shadow_.assign(program_.values.size(), Tensor());
   amplification_ = model_.amplification_of(r);
   const uint64_t run_seed = mix64(model_.seed, uint64_t(model_.draws_of(r)));

@@ -61,6 +61,12 @@ struct BoundModel {
   int probes = 4;
   double nonlinearity = 0.25;
   double chaos_margin = 2;
+  // Explorers: where the probes find an output element that does not follow its errors
+  // smoothly, this many more runs, each with draws of its own at the full amplification,
+  // look for flips the first runs missed; they add to the largest deviation (and so to
+  // what chaos_margin multiplies), not to the root-mean-square. A single program's bound
+  // only (ErrorBounds); a chain of cuts runs the first runs alone.
+  int explorers = 16;
   // The chips the backend splits the program over (tp): a contraction split over them is
   // summed as partial sums, each stored in the precision before they are added.
   int64_t chips = 1;
@@ -72,9 +78,10 @@ struct BoundModel {
   std::map<std::string, ActivationRounding> weight_meets = {};
 
   int total_runs() const { return runs + probes; }
+  bool is_probe(int r) const { return r >= runs && r < total_runs(); }
   // Run r's amplification, and the run whose draws it repeats (itself, or its twin).
-  double amplification_of(int r) const { return r < runs ? amplification : amplification / 2; }
-  int draws_of(int r) const { return r < runs ? r : r - runs; }
+  double amplification_of(int r) const { return is_probe(r) ? amplification / 2 : amplification; }
+  int draws_of(int r) const { return is_probe(r) ? r - runs : r; }
 };
 
 class PerturbedRuns {
@@ -85,7 +92,7 @@ class PerturbedRuns {
   PerturbedRuns(const Program& program, std::function<const Tensor&(ValueId)> value, const BoundModel& model);
   ~PerturbedRuns();
 
-  // Run `r` (0 <= r < model.total_runs()): the deviation of every f32 output from the reference,
+  // Run `r` (0 <= r < model.total_runs() + model.explorers): the deviation of every f32 output from the reference,
   // by output name (+-infinity or NaN where the run left the value's range or became
   // NaN). `inputs` holds, by input name, deviations an earlier program's run r left in
   // the values it hands over (a chain of cuts: the layers of a generation); the other f32

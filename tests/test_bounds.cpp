@@ -212,6 +212,43 @@ TEST(ErrorBounds, EveryElementOfATensorThatFlipsIsHeldToTwiceItsLargestDeviation
   EXPECT_EQ(flipping[2], 0.0f) << "an element no run moves has nothing to double";
 }
 
+// Explorers (runs past the first runs and probes) count only where some element flips,
+// and only by their largest deviation: the flip an explorer finds raises what the chaos
+// rule doubles, and leaves the root-mean-square of the first runs alone.
+TEST(ErrorBounds, ExplorersAddTheFlipsTheyFindToTheLargestDeviation) {
+  BoundModel model;
+  model.runs = 4;
+  model.probes = 2;
+  model.explorers = 1;
+  const std::vector<std::vector<float>> runs = {
+      {1.0f, 0.4f, 0.0f}, {-0.1f, 0.0f, 0.0f}, {0.1f, 0.0f, 0.0f}, {0.1f, 0.0f, 0.0f},  // runs 0-3
+      {0.0f, 0.2f, 0.0f}, {0.0f, 0.0f, 0.0f},                                              // probes: element 0 flips
+      {3.0f, 0.1f, 0.5f}};                                                                  // the explorer
+  Allowance a(model);
+  for (size_t r = 0; r < 6; ++r) a.add(int(r), Tensor::of_f32({3}, runs[r]));
+  EXPECT_TRUE(a.chaotic());
+  a.add(6, Tensor::of_f32({3}, runs[6]));
+  const Tensor b = a.bound();
+  EXPECT_FLOAT_EQ(b.as<float>()[0], 6.0f) << "twice the explorer's flip, the largest of the tensor";
+  EXPECT_FLOAT_EQ(b.as<float>()[1], 0.8f) << "its own largest, 0.4, doubled: the explorer's 0.1 is smaller";
+  EXPECT_FLOAT_EQ(b.as<float>()[2], 1.0f) << "the explorer's 0.5, doubled";
+
+  // A program whose runs all follow their errors smoothly runs no explorer: the same bounds
+  // with none allowed.
+  Builder p("smooth");
+  const ValueId x = p.input("x", {DType::f32, {2, 8}});
+  p.output("y", p.unary(OpKind::exponential, p.binary(OpKind::multiply, x, x, "sq"), "y"));
+  const Program program = p.finish();
+  Executable run(program, {});
+  run.run({{"x", Tensor::of_f32({2, 8}, std::vector<float>(16, 0.7f))}});
+  auto bounds = [&](int explorers) {
+    BoundModel m{Precision::bf16};
+    m.explorers = explorers;
+    return ErrorBounds(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, m).outputs().at("y");
+  };
+  EXPECT_TRUE(bounds(16).same_bits(bounds(0)));
+}
+
 TEST(ErrorBounds, RoundingIsDrawnAtTheBackendsValue) {
   Builder b("numerator");
   const ValueId s = b.input("s", {DType::f32, {1, 2}});
