@@ -17,17 +17,9 @@ void Allowance::add(int r, const Tensor& deviation) {
     throw Error("the runs' deviations differ in shape");
   }
   ++added_;
-  if (r >= model_.total_runs()) {  // an explorer: only its largest deviation counts
-    if (added_ <= model_.total_runs()) throw Error("an explorer's deviations came before the first runs'");
-    auto d = deviation.as<float>();
-    auto m = largest_.as_mut<float>();
-    for (size_t i = 0; i < d.size(); ++i) {
-      const float e = std::abs(d[i]);
-      m[i] = std::isnan(e) || std::isnan(m[i]) ? NAN : std::max(m[i], e);
-    }
-    return;
-  }
-  if (r >= model_.runs) {  // a probe: paired with its twin once both are here
+  const bool explorer = r >= model_.total_runs();  // only its largest deviation counts
+  if (explorer && added_ <= model_.total_runs()) throw Error("an explorer's deviations came before the first runs'");
+  if (model_.is_probe(r)) {  // paired with its twin once both are here
     const size_t k = size_t(r - model_.runs);
     probes_[k] = deviation;
     if (twins_[k].elements()) pair(k);
@@ -37,7 +29,7 @@ void Allowance::add(int r, const Tensor& deviation) {
   auto s = squares_.as_mut<float>(), m = largest_.as_mut<float>();
   for (size_t i = 0; i < d.size(); ++i) {
     const double e = std::abs(double(d[i]));  // NaN stays NaN: the bound is then infinite
-    s[i] = float(double(s[i]) + e * e);
+    if (!explorer) s[i] = float(double(s[i]) + e * e);
     m[i] = std::isnan(e) || std::isnan(m[i]) ? NAN : std::max(m[i], float(e));
   }
   if (r < model_.probes) {

@@ -17,6 +17,12 @@ namespace {
 
 constexpr uint64_t max_header_bytes = 100 << 20;
 
+// A tensor stored in a dtype cutcheck does not read.
+FormatError unsupported_dtype(const std::string& where, const std::string& name, const std::string& dtype) {
+  return FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL)",
+                                 where, name, dtype));
+}
+
 std::string_view file_dtype(DType dtype) {
   switch (dtype) {
     case DType::f32: return "F32";
@@ -152,9 +158,7 @@ SafetensorsContents parse_safetensors(std::span<const std::byte> bytes, const st
   out.metadata = std::move(index.metadata);
   for (auto& [name, stored] : index.tensors) {
     TensorType type{DType::f32, std::move(stored.shape)};
-    if (!parse_file_dtype(stored.dtype, type.dtype))
-      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and BOOL)",
-                                    source, name, stored.dtype));
+    if (!parse_file_dtype(stored.dtype, type.dtype)) throw unsupported_dtype(source, name, stored.dtype);
     const std::byte* at = stored.bytes.data();
     Tensor t = Tensor::view(type, at, keepalive);
     if (reinterpret_cast<uintptr_t>(at) % dtype_size(type.dtype) != 0) t = t.clone();  // keep loads aligned
@@ -186,10 +190,7 @@ Tensor SafetensorsFile::read(const std::string& name, const TensorType& type, co
   if (stored.dtype != want.dtype || stored.shape != want.shape) {
     DType d = DType::f32;
     const bool readable = parse_file_dtype(stored.dtype, d);
-    if (!readable && !is_quantized(type.dtype))
-      throw FormatError(fmt::format("{}: tensor '{}': dtype {} is not supported (cutcheck reads F32, BF16, F16, I32 and "
-                                    "BOOL)",
-                                    path_, name, stored.dtype));
+    if (!readable && !is_quantized(type.dtype)) throw unsupported_dtype(path_, name, stored.dtype);
     const std::string is =
         readable ? TensorType{d, stored.shape}.str() : fmt::format("{} {}", stored.dtype, shape_str(stored.shape));
     const std::string as_blocks =

@@ -100,7 +100,7 @@ void dequantize_row(QuantFormat format, const std::byte* blocks, int64_t n, floa
 void dequantize_tensor(const Tensor& t, float* out) {
   const QuantFormat format = *quant_format(t.dtype());
   const int64_t cols = t.shape().back(), rows = cols == 0 ? 0 : t.elements() / cols;
-  const size_t stride = rows == 0 ? 0 : size_t(t.bytes() / uint64_t(rows));
+  const size_t stride = size_t(row_bytes(format, cols));
   for (int64_t r = 0; r < rows; ++r) dequantize_row(format, t.raw().data() + size_t(r) * stride, cols, out + r * cols);
 }
 

@@ -474,7 +474,7 @@ void contract_quantized_naive(const Tensor& lhs, const Tensor& rhs, Tensor& out)
     std::fill(y, y + out.elements(), 0.0f);
     return;
   }
-  const size_t stride = size_t(rhs.bytes() / uint64_t(std::max<int64_t>(N, 1)));
+  const size_t stride = size_t(row_bytes(format, K));
   const float* x = lhs.as<float>().data();
   parallel_for(N, double(M + 1) * double(K), [&](int64_t begin, int64_t end) {
     std::vector<float> w(static_cast<size_t>(K));
@@ -518,7 +518,7 @@ void contract_quantized(const TileKernel& tile, const Tensor& lhs, const Tensor&
   const int64_t P = std::min(N, std::max<int64_t>(16, panel_bytes_max / (K * int64_t(sizeof(float))) / 16 * 16));
   const int64_t panels = (N + P - 1) / P, tail = N - (panels - 1) * P;
   const Gemm full = gemm_of(panel_layout(M, P, K)), last = gemm_of(panel_layout(M, tail, K));
-  const size_t stride = size_t(rhs.bytes() / uint64_t(N));
+  const size_t stride = size_t(row_bytes(format, K));
   const float* x = lhs.as<float>().data();
   parallel_for(panels, double(P) * double(M + 1) * double(K), [&](int64_t begin, int64_t end) {
     std::vector<float> w(size_t(P * K)), part(size_t(M * P));
