@@ -106,8 +106,12 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
   r.c = c;
   // cutcheck's part: the weights, the reference's expectations, the model file.
   const TensorMap weights = o.weights.empty() ? synthetic_weights(c.spec, c.weight_seed) : read_weights(o.weights, c.spec);
-  // A quantized model's reference runs on the weights as the file stores them.
-  ReferenceRunner reference(c.spec, o.precision.quantized() ? gguf_stored_weights(c.spec, weights, o.precision.file) : weights);
+  // A quantized model's reference runs on the weights as the file stores them, read back to
+  // f32 (given weights of any types are quantized again by the file's recipe).
+  ModelSpec stored_spec = c.spec;
+  if (o.precision.quantized()) stored_spec.dtype = DType::f32, stored_spec.weight_dtypes.clear();
+  ReferenceRunner reference(stored_spec,
+                            o.precision.quantized() ? gguf_stored_weights(c.spec, weights, o.precision.file) : weights);
   const Tolerance tolerance = Tolerance::bound(o.precision.compute());
   BoundModel bound = tolerance.model();
   bound.weight_meets = o.precision.weight_meets(c.spec);

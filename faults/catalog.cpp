@@ -3,6 +3,7 @@
 #include "core/named.h"
 #include "faults/rewrites.h"
 #include "model/sharding.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 namespace {
@@ -25,17 +26,33 @@ bool has_attention_bias(const ModelSpec& s) { return s.attention_bias; }
 bool has_qk_norm(const ModelSpec& s) { return s.qk_norm; }
 bool has_sliding_window(const ModelSpec& s) { return s.sliding_window > 0; }
 
-// The quantized formats' faults act on a spec stored in one.
-bool in_nibbles(const ModelSpec& s) { return s.dtype == DType::q4_0 || s.dtype == DType::q4_K; }
-bool in_blocks(const ModelSpec& s) { return is_quantized(s.dtype) && s.dtype != DType::i8_row; }
-bool with_mins(const ModelSpec& s) { return is_quantized(s.dtype) && has_mins(*quant_format(s.dtype)); }
+// The quantized formats' faults act on a spec whose every matrix is stored in one of
+// theirs, so that every cut's program changes: `holds(type, row length)` for the spec's
+// dtype over every row length, and for each matrix of a type of its own over its rows.
+bool every_matrix(const ModelSpec& s, bool (*holds)(DType, int64_t)) {
+  for (int64_t row : {s.dim, s.q_width(), s.ffn})
+    if (!holds(s.dtype, row)) return false;
+  for (const auto& [name, type] : s.weight_dtypes) {
+    const std::optional<WeightInfo> w = find_weight(s, name);
+    if (w && w->shape.size() == 2 && !holds(type, w->shape.back())) return false;
+  }
+  return true;
+}
+
+bool in_nibbles(const ModelSpec& s) {
+  return every_matrix(s, [](DType t, int64_t) { return t == DType::q4_0 || t == DType::q4_K; });
+}
+bool in_blocks(const ModelSpec& s) {
+  return every_matrix(s, [](DType t, int64_t) { return is_quantized(t) && t != DType::i8_row; });
+}
+bool with_mins(const ModelSpec& s) {
+  return every_matrix(s, [](DType t, int64_t) { return is_quantized(t) && has_mins(*quant_format(t)); });
+}
 // Every matrix row holds at least two scales: each has a neighbour.
 bool in_blocks_of_two(const ModelSpec& s) {
-  if (!in_blocks(s)) return false;
-  const QuantFormat f = *quant_format(s.dtype);
-  for (int64_t row : {s.dim, s.q_width(), s.ffn})
-    if (row < 2 * values_per_scale(f, row)) return false;
-  return true;
+  return every_matrix(s, [](DType t, int64_t row) {
+    return is_quantized(t) && t != DType::i8_row && row >= 2 * values_per_scale(*quant_format(t), row);
+  });
 }
 
 }  // namespace

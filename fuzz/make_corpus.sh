@@ -63,6 +63,11 @@ TXT
 cp w/model.safetensors "$out/safetensors/weights.safetensors"
 { printf '\000'; cat small.json; } > "$out/json/spec"
 { printf '\000'; "$cutcheck" spec tiny; } > "$out/json/spec_tiny"
+# Weights of types of their own, as an import of a Q4_K_M file writes them.
+cat > "$out/json/spec_mixed" <<'JSON'
+{"name": "k", "vocab": 64, "dim": 256, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 512, "norm_eps": 1e-05, "rope_theta": 10000.0, "rope_style": "interleaved", "tied": false, "dtype": "q4_K", "weight_dtypes": {"layers.1.attention.wv": "q6_K", "layers.0.feed_forward.w2": "f16", "output": "q6_K", "norm": "bf16"}}
+JSON
+printf '\000' | cat - "$out/json/spec_mixed" > "$out/json/spec_mixed2" && mv "$out/json/spec_mixed2" "$out/json/spec_mixed"
 cat > "$out/json/case" <<'JSON'
 {"spec": {"name": "small", "vocab": 8, "dim": 4, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 2, "ffn": 4, "norm_eps": 1e-05, "rope_theta": 10000.0, "rope_style": "half", "tied": false}, "cut": "batch{rows=2,ctx=3}", "tokens": [1, 2], "positions": [0, 2], "weight_seed": 3, "data_seed": 4, "tp": 1, "k_scale": 1.0}
 JSON

@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "model/weights.h"
 #include "core/quant_blocks.h"
+#include "quant/block_fields.h"
 #include "quant/dequantize.h"
 
 namespace cutcheck {
@@ -27,6 +28,12 @@ DType stored_dtype(const StoredTensor& s, const std::string& where) {
   throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16, BF16 and, from GGUF, "
                                 "Q8_0, Q4_0, Q5_0, Q4_K and Q6_K)",
                                 where, s.dtype));
+}
+
+// The type a stored tensor is kept in when nothing is converted: its own.
+DType own_dtype(const StoredTensor& s, const std::string& where) {
+  if (const auto format = quant_format_of_ggml_name(s.dtype)) return dtype_of(*format);
+  return stored_dtype(s, where);
 }
 
 uint16_t bits16(const StoredTensor& s, size_t i) {
@@ -74,6 +81,11 @@ Tensor dequantized(const StoredTensor& s, QuantFormat format, const std::string&
 Tensor take(const CheckpointTensor& t, DType to, const std::string& where) {
   const StoredTensor& s = t.stored;
   if (const auto format = quant_format_of_ggml_name(s.dtype)) {
+    if (to == dtype_of(*format)) {  // its blocks, in place
+      Tensor view = Tensor::view({to, s.shape}, s.bytes.data(), t.keepalive);
+      check_scales(view, where);  // refused at the import, not in the middle of a campaign
+      return view;
+    }
     if (to != DType::f32)
       throw Error(fmt::format("{}: {} to {} is not an exact conversion", where, s.dtype, dtype_name(to)));
     return dequantized(s, *format, where);
@@ -151,15 +163,28 @@ TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const 
     if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.second == &t; }))
       throw FormatError(fmt::format("{}: tensor '{}' is not a weight of {}; cutcheck would ignore what it does",
                                     t.file, name, spec.summary()));
-  // The dtype kept: the one 16-bit float type the checkpoint stores its weights in, when
-  // its F32 tensors (GGUF keeps norms in F32) hold values of that type only; f32 otherwise,
-  // and whenever a tensor is quantized (its values are seldom a 16-bit type's).
+  // The dtypes kept. A quantized checkpoint keeps every tensor in its own type: the spec's
+  // dtype is the one most matrices are stored in, and each weight stored otherwise (a
+  // Q4_K_M file's Q6_K matrices, its F32 ones whose rows are not whole blocks) gets a type
+  // of its own. Otherwise, the one 16-bit float type the checkpoint stores its weights in,
+  // when its F32 tensors (GGUF keeps norms in F32) hold values of that type only; else f32.
   dtypes.erase(DType::f32);
   spec.dtype = DType::f32;
+  spec.weight_dtypes.clear();
   const bool quantized = std::any_of(found.begin(), found.end(), [](const auto& f) {
     return quant_format_of_ggml_name(f.second->stored.dtype).has_value();
   });
-  if (!widen && !quantized && dtypes.size() == 1) {
+  if (!widen && quantized) {
+    std::map<DType, int64_t> matrices;
+    for (const auto& [w, t] : found)
+      if (w->shape.size() == 2) ++matrices[own_dtype(t->stored, source)];
+    spec.dtype = std::max_element(matrices.begin(), matrices.end(), [](const auto& a, const auto& b) {
+                   return a.second < b.second;
+                 })->first;
+    for (const auto& [w, t] : found)
+      if (const DType own = own_dtype(t->stored, source); own != stored_type(spec, *w).dtype)
+        spec.weight_dtypes.emplace(w->name, own);
+  } else if (!widen && dtypes.size() == 1) {
     const DType kept = *dtypes.begin();
     const bool exact = std::all_of(found.begin(), found.end(), [&](const auto& f) {
       return f.second->stored.dtype != "F32" || narrows_exactly(f.second->stored, kept);
@@ -169,14 +194,13 @@ TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const 
   // What the import holds at its peak: the converted and dequantized copies; the rest stays mapped.
   uint64_t peak = 0;
   for (const auto& [w, t] : found)
-    if (stored_dtype(t->stored, source) != spec.dtype || quant_format_of_ggml_name(t->stored.dtype))
-      peak = checked_add(peak, checked_mul(uint64_t(element_count(w->shape)), uint64_t(dtype_size(spec.dtype)), source),
-                         source);
+    if (const DType to = stored_type(spec, *w).dtype; own_dtype(t->stored, source) != to)
+      peak = checked_add(peak, checked_mul(uint64_t(element_count(w->shape)), uint64_t(dtype_size(to)), source), source);
   check_memory(peak, fmt::format("{}: importing {} (the weights converted to {})", source, spec.name,
                                  dtype_name(spec.dtype)));
   TensorMap out;
   for (const auto& [w, t] : found)
-    out.emplace(w->name, take(*t, spec.dtype, fmt::format("{}: tensor '{}'", t->file, names.at(w->name))));
+    out.emplace(w->name, take(*t, stored_type(spec, *w).dtype, fmt::format("{}: tensor '{}'", t->file, names.at(w->name))));
   return out;
 }
 

@@ -41,10 +41,12 @@ struct CheckpointNames {
 std::map<std::string, std::string> checkpoint_name_map(const ModelSpec& spec, const CheckpointNames& names);
 
 // Every weight of the spec's layout from the checkpoint tensor `names` gives it, shape
-// checked. The weights keep the checkpoint's dtype (viewed in place, never copied) when
+// checked. A checkpoint with quantized tensors keeps every tensor in its own type (viewed
+// in place): spec.dtype is the type most matrices have, spec.weight_dtypes the others'.
+// Otherwise the weights keep the checkpoint's dtype (viewed in place, never copied) when
 // one 16-bit float type stores them all, F32 tensors beside it (GGUF's norms) narrowed
-// when every value is exact in it; otherwise, or with `widen`, they are widened to f32.
-// Sets spec.dtype to the dtype kept. Throws FormatError naming the file and the
+// when every value is exact in it; else they are widened to f32. With `widen`, every
+// weight is f32 (quantized ones dequantized, exactly). Sets spec.dtype to the dtype kept. Throws FormatError naming the file and the
 // checkpoint's tensor for one that is missing, mis-shaped, of another dtype, or left over
 // (a tensor no weight takes may carry semantics cutcheck would drop). A spec with more
 // layers than the checkpoint has tensors is refused before any name is made.

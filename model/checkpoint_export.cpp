@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "model/weights.h"
+#include "quant/dequantize.h"
 
 namespace cutcheck {
 
@@ -62,6 +63,11 @@ float element(const Tensor& t, size_t i) {
 
 Tensor convert_weight(const Tensor& t, DType to, const std::string& what) {
   if (t.dtype() == to) return t;
+  if (is_quantized(t.dtype()) && (to == DType::f32 || is_half(to))) {  // from its exact values
+    Tensor values = Tensor::uninitialized({DType::f32, t.shape()});
+    dequantize_tensor(t, values.as_mut<float>().data());
+    return convert_weight(values, to, what);
+  }
   if (!(t.dtype() == DType::f32 || is_half(t.dtype())) || !(to == DType::f32 || is_half(to)))
     throw Error(fmt::format("{}: cannot store {} as {}", what, dtype_name(t.dtype()), dtype_name(to)));
   Tensor out = Tensor::uninitialized({to, t.shape()});

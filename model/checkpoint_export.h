@@ -25,7 +25,7 @@ Tensor rope_rows(const Tensor& w, int64_t heads, RopeStyle from, RopeStyle to);
 // kv heads for wk and bk, 1 for q_norm and k_norm (one head's gains), 0 for every other.
 int64_t rotary_heads(const ModelSpec& spec, const std::string& name);
 
-// `t` in dtype `to` (f32, f16 or bf16): widening is exact, narrowing rounds to nearest,
+// `t` in dtype `to` (f32, f16 or bf16): widening and dequantizing are exact, narrowing rounds to nearest,
 // ties to even. A finite value that narrowing would make infinite (above 65504 in f16) is
 // refused with an Error naming `what`: the file would hold another model.
 Tensor convert_weight(const Tensor& t, DType to, const std::string& what);

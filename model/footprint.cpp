@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 namespace {
@@ -58,10 +59,13 @@ Component weights_part(const ModelSpec& s) {
       E{"head_dim", s.head_dim}, FF{"ffn", s.ffn};
   // In f32 words per value, mapped as stored: bf16 and f16 2 bytes; a quantized matrix its
   // blocks' bytes per value (Q4_0: 18 / 32), its vectors f32.
-  const auto format = quant_format(s.dtype);
-  const double w = format ? double(block_layout(*format, s.dim).bytes) / double(block_layout(*format, s.dim).values) / 4
-                          : double(dtype_size(s.dtype)) / 4;
-  const double v = format ? 1.0 : w;
+  auto words = [](DType type, int64_t row) {
+    const auto format = quant_format(type);
+    return format ? double(block_layout(*format, row).bytes) / double(block_layout(*format, row).values) / 4
+                  : double(dtype_size(type)) / 4;
+  };
+  const double w = words(s.dtype, s.dim);
+  const double v = is_quantized(s.dtype) ? 1.0 : w;
   Component part{"the weights",
                  {{(s.tied ? 1.0 : 2.0) * w, {V, D}},  // embedding, and the head when untied
                   {1.0 * v, {D}},                      // final norm
@@ -71,6 +75,13 @@ Component weights_part(const ModelSpec& s) {
                   {3.0 * w, {L, FF, D}}}};             // w1, w2, w3
   if (s.attention_bias) part.terms.insert(part.terms.end(), {{1.0 * v, {L, H, E}}, {2.0 * v, {L, K, E}}});  // bq; bk, bv
   if (s.qk_norm) part.terms.push_back({2.0 * v, {L, E}});                                                // q_norm, k_norm
+  // A weight of a type of its own: what it takes beyond (or short of) the spec's type.
+  for (const auto& [name, type] : s.weight_dtypes)
+    if (const std::optional<WeightInfo> own = find_weight(s, name)) {
+      const int64_t row = own->shape.back();
+      const double usual = own->shape.size() == 2 ? words(s.dtype, row) : v;
+      part.terms.push_back({words(type, row) - usual, {{"elements", element_count(own->shape)}}});
+    }
   return part;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <set>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -14,13 +15,27 @@ std::optional<std::string> widths_unsplittable(const ModelSpec& spec, int64_t tp
   if (tp < 1) return fmt::format("tp must be at least 1, got {}", tp);
   for (auto [field, width] : {std::pair{"heads", spec.heads}, {"kv_heads", spec.kv_heads}, {"ffn", spec.ffn}})
     if (width % tp != 0) return fmt::format("tp = {} does not divide {} = {}", tp, field, width);
-  if (const auto format = quant_format(spec.dtype)) {
-    // wo and w2 split along their rows: each chip's part of a row must be whole blocks.
-    for (auto [field, width] : {std::pair{"heads x head_dim", spec.q_width()}, {"ffn", spec.ffn}}) {
+  // wo and w2 split along their rows: each chip's part of a row must be whole blocks, in
+  // the spec's dtype and in any type of their own.
+  struct SplitRows {
+    const char* field;
+    int64_t width;
+    const char* suffix;
+  };
+  for (const auto& [field, width, suffix] : {SplitRows{"heads x head_dim", spec.q_width(), ".attention.wo"},
+                                             SplitRows{"ffn", spec.ffn, ".feed_forward.w2"}}) {
+    std::set<DType> types;
+    int64_t own = 0;
+    for (const auto& [name, type] : spec.weight_dtypes)
+      if (name.ends_with(suffix)) types.insert(type), ++own;
+    if (own < spec.layers) types.insert(spec.dtype);  // some layer's takes the spec's
+    for (DType type : types) {
+      const auto format = quant_format(type);
+      if (!format || *format == QuantFormat::i8_row) continue;
       const int64_t block = block_layout(*format, width / tp).values;
-      if (format != QuantFormat::i8_row && (width / tp) % block != 0)
+      if ((width / tp) % block != 0)
         return fmt::format("tp = {} splits {} = {} into parts of {} values, not whole {}-value {} blocks", tp, field,
-                           width, width / tp, block, dtype_name(spec.dtype));
+                           width, width / tp, block, dtype_name(type));
     }
   }
   return std::nullopt;

@@ -9,6 +9,7 @@
 #include "core/files.h"
 #include "model/footprint.h"
 #include "model/spec_knobs.h"
+#include "model/weights.h"
 
 namespace cutcheck {
 
@@ -55,19 +56,47 @@ void ModelSpec::validate() const {
     throw SpecError(fmt::format("spec '{}': norm_eps must be a positive finite number, got {}", name, norm_eps));
   if (!std::isfinite(rope_theta) || rope_theta <= 0)
     throw SpecError(fmt::format("spec '{}': rope_theta must be a positive finite number, got {}", name, rope_theta));
-  if (dtype != DType::f32 && !is_half(dtype) && !is_quantized(dtype))
+  auto storable = [](DType t) { return t == DType::f32 || is_half(t) || is_quantized(t); };
+  if (!storable(dtype))
     throw SpecError(fmt::format("spec '{}': dtype must be f32, bf16, f16 or a quantized type, got {}", name,
                                 dtype_name(dtype)));
-  if (const auto format = quant_format(dtype)) {
-    // Each matrix's rows (of dim, heads x head_dim or ffn values) must be whole blocks.
-    const std::pair<const char*, int64_t> rows[] = {{"dim", dim}, {"heads x head_dim", q_width()}, {"ffn", ffn}};
-    for (const auto& [what, length] : rows) {
-      const int64_t block = block_layout(*format, length).values;
-      if (length % block != 0)
-        throw SpecError(fmt::format("spec '{}': dtype {} stores rows in whole blocks of {} values, but {} ({}) is not a "
-                                    "multiple of {}",
-                                    name, dtype_name(dtype), block, what, length, block));
-    }
+  // A quantized matrix's rows must be whole blocks of its format.
+  auto whole_blocks = [&](const std::string& weight, DType type, int64_t length, const std::string& what) {
+    const auto format = quant_format(type);
+    if (!format) return;
+    const int64_t block = block_layout(*format, length).values;
+    if (length % block != 0)
+      throw SpecError(fmt::format("spec '{}': {} stores rows in whole blocks of {} values, but the rows of {} ({} "
+                                  "values) are not{}",
+                                  name, dtype_name(type), block, weight, length, what));
+  };
+  for (const auto& [weight, type] : weight_dtypes) {
+    const std::optional<WeightInfo> w = find_weight(*this, weight);
+    if (!w) throw SpecError(fmt::format("spec '{}': weight_dtypes names '{}', which is not a weight of it", name, weight));
+    if (!storable(type) || (is_quantized(type) && w->shape.size() != 2))
+      throw SpecError(fmt::format("spec '{}': weight '{}' {} cannot be stored as {} (a matrix may be f32, bf16, f16 "
+                                  "or quantized; a vector f32, bf16 or f16)",
+                                  name, weight, shape_str(w->shape), dtype_name(type)));
+    whole_blocks(weight, type, w->shape.back(), "");
+  }
+  if (is_quantized(dtype)) {
+    // The matrices of each row length that take the spec's dtype: the first one that does
+    // not have a type of its own is named. A layer is looked at only while every earlier
+    // one had its own type, so this takes at most one step past the named weights.
+    using Name = std::string (*)(int64_t);
+    const std::vector<std::pair<int64_t, std::vector<Name>>> rows = {
+        {dim, {weight::wq, weight::wk, weight::wv, weight::w1, weight::w3}}, {q_width(), {weight::wo}}, {ffn, {weight::w2}}};
+    auto own = [&](const std::string& weight) { return weight_dtypes.contains(weight); };
+    const std::string hint = " (give such weights a type of their own in weight_dtypes)";
+    if (!own(weight::embedding())) whole_blocks(weight::embedding(), dtype, dim, hint);
+    if (!tied && !own(weight::output())) whole_blocks(weight::output(), dtype, dim, hint);
+    for (const auto& [length, kinds] : rows)
+      for (Name kind : kinds)
+        for (int64_t l = 0; l < layers; ++l)
+          if (!own(kind(l))) {
+            whole_blocks(kind(l), dtype, length, hint);
+            break;
+          }
   }
   for (const SpecKnob& knob : spec_knobs())
     if (knob.check) knob.check(*this);
@@ -86,6 +115,13 @@ std::string ModelSpec::knob_summary() const {
   for (const SpecKnob& knob : spec_knobs())
     if (knob.is_set(*this)) out += knob.summary(*this);
   if (dtype != DType::f32) out += fmt::format(" dtype={}", dtype_name(dtype));
+  if (!weight_dtypes.empty()) {
+    std::map<DType, int> counts;
+    for (const auto& [weight, type] : weight_dtypes) ++counts[type];
+    std::vector<std::string> parts;
+    for (const auto& [type, n] : counts) parts.push_back(fmt::format("{} {}", n, dtype_name(type)));
+    out += fmt::format(" weight_dtypes=({})", fmt::join(parts, ", "));
+  }
   return out;
 }
 
@@ -100,6 +136,11 @@ Json ModelSpec::to_json() const {
   for (const SpecKnob& knob : spec_knobs())
     if (knob.is_set(*this)) json[knob.name] = knob.write(*this);
   if (dtype != DType::f32) json["dtype"] = dtype_name(dtype);  // absent means f32, as in files written before it
+  if (!weight_dtypes.empty()) {
+    Json types = Json::object();
+    for (const auto& [weight, type] : weight_dtypes) types[weight] = dtype_name(type);
+    json["weight_dtypes"] = std::move(types);
+  }
   return json;
 }
 
@@ -118,7 +159,7 @@ RopeScaling read_rope_scaling_parameters(RopeScalingType type, const Json& json,
 ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw FormatError(fmt::format("{}: a spec must be a JSON object", source));
   static const char* fields[] = {"name", "vocab", "dim", "layers", "heads", "kv_heads", "head_dim",
-                                 "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype"};
+                                 "ffn", "norm_eps", "rope_theta", "rope_style", "tied", "dtype", "weight_dtypes"};
   for (auto it = json.begin(); it != json.end(); ++it) {
     if (std::find_if(std::begin(fields), std::end(fields), [&](const char* k) { return it.key() == k; }) ==
             std::end(fields) &&
@@ -148,6 +189,20 @@ ModelSpec ModelSpec::from_json(const Json& json, const std::string& source) {
       throw FormatError(fmt::format("{}: field 'dtype' must be \"f32\", \"bf16\", \"f16\" or a quantized type (q8_0, "
                                     "q4_0, q5_0, q4_K, q6_K, i8_row), got \"{}\"",
                                     source, dtype));
+  }
+  if (json.contains("weight_dtypes")) {
+    const Json& types = json.at("weight_dtypes");
+    if (!types.is_object())
+      throw FormatError(fmt::format("{}: field 'weight_dtypes' must be an object of weight name: dtype", source));
+    for (auto it = types.begin(); it != types.end(); ++it) {
+      const std::string where = fmt::format("weight_dtypes.{}", it.key());
+      DType type;
+      if (!it.value().is_string() || !parse_dtype(it.value().get<std::string>(), type))
+        throw FormatError(fmt::format("{}: field '{}' must be a dtype name (f32, bf16, f16, q8_0, q4_0, q5_0, q4_K, "
+                                      "q6_K, i8_row), got {}",
+                                      source, where, it.value().dump()));
+      spec.weight_dtypes.emplace(it.key(), type);
+    }
   }
   try {
     for (const SpecKnob& knob : spec_knobs())

@@ -1,6 +1,7 @@
 // A Llama-family model spec: the shapes and constants every cut of it is built from.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ struct ModelSpec {
   // The weights' element type: f32, or bf16 / f16 as checkpoints store them. Programs
   // declare weights in it and widen them to f32 where they are used (docs/language.md).
   DType dtype = DType::f32;
+  // Weights stored in a type of their own, by name (model/weights.h): a checkpoint that
+  // mixes types per tensor, as a GGUF Q4_K_M file keeps some matrices in Q6_K and those
+  // whose rows are not whole blocks in F32. Each is f32, bf16, f16 or, for a matrix, a
+  // quantized type; stored_type (model/weights.h) is the one place that reads it.
+  std::map<std::string, DType> weight_dtypes;
   // The knobs of newer checkpoints; their defaults are the plain Llama model, and a spec
   // JSON leaves out a knob at its default.
   RopeScaling rope_scaling;

@@ -37,32 +37,57 @@ std::string output() { return "output"; }
 std::string head(const ModelSpec& spec) { return spec.tied ? embedding() : output(); }
 }  // namespace weight
 
-std::vector<WeightInfo> weight_layout(const ModelSpec& spec) {
-  const int64_t V = spec.vocab, D = spec.dim, F = spec.ffn, Q = spec.q_width(), KV = spec.kv_width();
-  std::vector<WeightInfo> out{{weight::embedding(), {V, D}}};
-  for (int64_t l = 0; l < spec.layers; ++l) {
-    out.push_back({weight::attention_norm(l), {D}});
-    out.push_back({weight::wq(l), {Q, D}});
-    out.push_back({weight::wk(l), {KV, D}});
-    out.push_back({weight::wv(l), {KV, D}});
-    out.push_back({weight::wo(l), {D, Q}});
-    if (spec.attention_bias) {
-      out.push_back({weight::bq(l), {Q}});
-      out.push_back({weight::bk(l), {KV}});
-      out.push_back({weight::bv(l), {KV}});
-    }
-    if (spec.qk_norm) {
-      out.push_back({weight::q_norm(l), {spec.head_dim}});
-      out.push_back({weight::k_norm(l), {spec.head_dim}});
-    }
-    out.push_back({weight::ffn_norm(l), {D}});
-    out.push_back({weight::w1(l), {F, D}});
-    out.push_back({weight::w2(l), {D, F}});
-    out.push_back({weight::w3(l), {F, D}});
+namespace {
+
+// Layer l's weights, in llama2.c's order.
+void append_layer(std::vector<WeightInfo>& out, const ModelSpec& spec, int64_t l) {
+  const int64_t D = spec.dim, F = spec.ffn, Q = spec.q_width(), KV = spec.kv_width();
+  out.push_back({weight::attention_norm(l), {D}});
+  out.push_back({weight::wq(l), {Q, D}});
+  out.push_back({weight::wk(l), {KV, D}});
+  out.push_back({weight::wv(l), {KV, D}});
+  out.push_back({weight::wo(l), {D, Q}});
+  if (spec.attention_bias) {
+    out.push_back({weight::bq(l), {Q}});
+    out.push_back({weight::bk(l), {KV}});
+    out.push_back({weight::bv(l), {KV}});
   }
-  out.push_back({weight::final_norm(), {D}});
-  if (!spec.tied) out.push_back({weight::output(), {V, D}});
+  if (spec.qk_norm) {
+    out.push_back({weight::q_norm(l), {spec.head_dim}});
+    out.push_back({weight::k_norm(l), {spec.head_dim}});
+  }
+  out.push_back({weight::ffn_norm(l), {D}});
+  out.push_back({weight::w1(l), {F, D}});
+  out.push_back({weight::w2(l), {D, F}});
+  out.push_back({weight::w3(l), {F, D}});
+}
+
+}  // namespace
+
+std::vector<WeightInfo> weight_layout(const ModelSpec& spec) {
+  std::vector<WeightInfo> out{{weight::embedding(), {spec.vocab, spec.dim}}};
+  for (int64_t l = 0; l < spec.layers; ++l) append_layer(out, spec, l);
+  out.push_back({weight::final_norm(), {spec.dim}});
+  if (!spec.tied) out.push_back({weight::output(), {spec.vocab, spec.dim}});
   return out;
+}
+
+std::optional<WeightInfo> find_weight(const ModelSpec& spec, const std::string& name) {
+  std::vector<WeightInfo> candidates{{weight::embedding(), {spec.vocab, spec.dim}}, {weight::final_norm(), {spec.dim}}};
+  if (!spec.tied) candidates.push_back({weight::output(), {spec.vocab, spec.dim}});
+  // "layers.<l>." with l written as the names write it (no sign, no leading zero), below layers.
+  static const std::string prefix = "layers.";
+  if (name.starts_with(prefix)) {
+    const size_t digits = name.find_first_not_of("0123456789", prefix.size());
+    const size_t count = digits == std::string::npos ? 0 : digits - prefix.size();
+    if (count > 0 && count <= 10 && (count == 1 || name[prefix.size()] != '0')) {
+      const int64_t l = std::stoll(name.substr(prefix.size(), count));
+      if (l < spec.layers) append_layer(candidates, spec, l);
+    }
+  }
+  for (WeightInfo& w : candidates)
+    if (w.name == name) return std::move(w);
+  return std::nullopt;
 }
 
 namespace {
@@ -239,21 +264,32 @@ TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
   return weights;
 }
 
-TensorMap dequantized_weights(const TensorMap& weights) {
+TensorMap f32_weights(const TensorMap& weights) {
   TensorMap out;
   for (const auto& [name, t] : weights) {
-    if (!is_quantized(t.dtype())) {
+    if (t.dtype() == DType::f32) {
       out.emplace(name, t);
       continue;
     }
     Tensor f({DType::f32, t.shape()});
-    dequantize_tensor(t, f.as_mut<float>().data());
+    float* y = f.as_mut<float>().data();
+    if (is_quantized(t.dtype())) {
+      dequantize_tensor(t, y);
+    } else {  // bf16, f16
+      const std::span<const std::byte> raw = t.raw();
+      for (size_t i = 0; i < size_t(t.elements()); ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, raw.data() + 2 * i, 2);
+        y[i] = half_to_f32(t.dtype(), bits);
+      }
+    }
     out.emplace(name, std::move(f));
   }
   return out;
 }
 
 TensorType stored_type(const ModelSpec& spec, const WeightInfo& w) {
+  if (auto it = spec.weight_dtypes.find(w.name); it != spec.weight_dtypes.end()) return {it->second, w.shape};
   if (is_quantized(spec.dtype) && w.shape.size() != 2) return {DType::f32, w.shape};
   return {spec.dtype, w.shape};
 }

@@ -41,10 +41,14 @@ struct WeightInfo {
 
 // Every weight of the model, in llama2.c's order.
 std::vector<WeightInfo> weight_layout(const ModelSpec& spec);
+// The weight of the layout named `name`, without making the whole layout; nullopt when the
+// spec has none of that name.
+std::optional<WeightInfo> find_weight(const ModelSpec& spec, const std::string& name);
 
-// The type weight `w` is stored in: the spec's dtype, except that under a quantized dtype
-// only the matrices are quantized and the vectors (norm gains, biases) stay f32, as GGUF
-// files keep them. The one rule the author, the weights and the shards read.
+// The type weight `w` is stored in: its own in spec.weight_dtypes, else the spec's dtype,
+// except that under a quantized dtype only the matrices are quantized and the vectors (norm
+// gains, biases) stay f32, as GGUF files keep them. The one rule the author, the weights,
+// the shards, the footprint and the faults read.
 TensorType stored_type(const ModelSpec& spec, const WeightInfo& w);
 
 // Seeded weights for any spec. Each tensor's values depend only on (seed, name), and
@@ -65,10 +69,10 @@ TensorMap synthetic_weights(const ModelSpec& spec, uint64_t seed);
 void write_synthetic_weights(const fs::path& dir, const ModelSpec& spec, uint64_t seed,
                              std::optional<QuantFormat> through = std::nullopt);
 
-// The weights with every quantized tensor dequantized to f32 (exactly, quant/dequantize.h),
-// the others as they are: a quantized spec's model as an f32 one (exports, which write
-// checkpoints from f32 values).
-TensorMap dequantized_weights(const TensorMap& weights);
+// The weights with every tensor in f32, each value exactly: quantized ones dequantized
+// (quant/dequantize.h), bf16 and f16 widened. A model of any stored types as an f32 one
+// (exports, which write checkpoints from f32 values).
+TensorMap f32_weights(const TensorMap& weights);
 
 // A weights folder holds model.safetensors, and spec.json when it came from an import.
 fs::path weights_file(const fs::path& dir);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quantized GGUF files written outside the project (tests/gguf_quant_writer.py: stories260K
 # in Q8_0 and in Q4_0, from the GGUF specification and ggml's block definitions, in numpy):
-# import-gguf gives exactly the writer's dequantized values (its F32 file of them imports to
-# the same bits) and generates exactly the tokens of that F32 file; cutcheck's own
+# import-gguf keeps the blocks (with --widen, exactly the writer's dequantized values: its F32
+# file of them imports to the same bits) and generates exactly the tokens of that F32 file;
+# cutcheck's own
 # export-gguf of the same weights holds the same blocks, byte for byte.
 #   usage: cli_quant_gguf.sh CUTCHECK SOURCE_DIR [SHARED]
 set -euo pipefail
@@ -24,6 +25,8 @@ for candidate in python3 /usr/bin/python3; do
   if "$candidate" -c 'import numpy' 2>/dev/null; then python=$candidate; break; fi
 done
 if [ -z "$python" ]; then
+  # CI installs python3-numpy (.ci/packages): there the outside writer must run.
+  [ -z "${CUTCHECK_REQUIRE_SHARED:-}" ] || { echo "CUTCHECK_REQUIRE_SHARED is set, but no python3 has numpy"; exit 1; }
   echo "cli quant gguf: skipped (neither python3 nor /usr/bin/python3 has numpy)"
   exit 0
 fi
@@ -95,9 +98,15 @@ for kind in q8_0 q4_0; do
   "$python" "$source_dir/tests/gguf_quant_writer.py" "$shared/models/stories260K.bin" "$kind" "outside-$kind.gguf" \
     "outside-$kind-f32.gguf"
   "$cutcheck" import-gguf "outside-$kind.gguf" --out "imported-$kind" >/dev/null
+  "$cutcheck" import-gguf "outside-$kind.gguf" --out "widened-$kind" --widen >/dev/null
   "$cutcheck" import-gguf "outside-$kind-f32.gguf" --out "imported-$kind-f32" >/dev/null
-  ! grep -q '"dtype"' "imported-$kind/spec.json" || fail "$kind: the import is not f32 (the default dtype)"
-  python3 compare.py weights "imported-$kind/model.safetensors" "imported-$kind-f32/model.safetensors" ||
+  # Kept as blocks: the spec's dtype is the file's, and the weights folder is smaller than
+  # the f32 one by about the format's ratio.
+  grep -q "\"dtype\": \"$kind\"" "imported-$kind/spec.json" || fail "$kind: the import is not kept in $kind"
+  kept=$(stat -c %s "imported-$kind/model.safetensors") wide=$(stat -c %s "imported-$kind-f32/model.safetensors")
+  [ $((kept * 2)) -lt "$wide" ] || fail "$kind: the kept weights ($kept bytes) are not blocks (f32: $wide bytes)"
+  ! grep -q '"dtype"' "widened-$kind/spec.json" || fail "$kind: --widen is not f32 (the default dtype)"
+  python3 compare.py weights "widened-$kind/model.safetensors" "imported-$kind-f32/model.safetensors" ||
     fail "$kind: the import differs from the writer's dequantized values"
   quantized=$("$cutcheck" generate --weights "imported-$kind" --prompt 1 --steps 64)
   dequantized=$("$cutcheck" generate --weights "imported-$kind-f32" --prompt 1 --steps 64)

@@ -367,6 +367,26 @@ std::vector<Bad> catalog() {
                              window)});
   c.push_back({"sliding window as text", [] { spec(R"({"sliding_window": "4096"})"); }, is<FormatError>(),
                "spec.json: field 'sliding_window' must be an integer"});
+  c.push_back({"weight_dtypes not an object", [] { spec(R"({"weight_dtypes": ["norm"]})"); }, is<FormatError>(),
+               "spec.json: field 'weight_dtypes' must be an object of weight name: dtype"});
+  c.push_back({"weight_dtypes of a number", [] { spec(R"({"weight_dtypes": {"norm": 3}})"); }, is<FormatError>(),
+               "spec.json: field 'weight_dtypes.norm' must be a dtype name"});
+  c.push_back({"weight_dtypes of an unknown type", [] { spec(R"({"weight_dtypes": {"norm": "f64"}})"); },
+               is<FormatError>(), "spec.json: field 'weight_dtypes.norm' must be a dtype name"});
+  c.push_back({"weight_dtypes of a layer past the last", [] { spec(R"({"weight_dtypes": {"layers.2.attention.wq": "bf16"}})"); },
+               is<SpecError>(), "spec.json: spec 'tiny': weight_dtypes names 'layers.2.attention.wq', which is not a weight of it"});
+  c.push_back({"weight_dtypes of a padded layer", [] { spec(R"({"weight_dtypes": {"layers.01.attention.wq": "bf16"}})"); },
+               is<SpecError>(), "weight_dtypes names 'layers.01.attention.wq', which is not a weight of it"});
+  c.push_back({"weight_dtypes of a tied output", [] { spec(R"({"weight_dtypes": {"output": "bf16"}})"); },
+               is<SpecError>(), "weight_dtypes names 'output', which is not a weight of it"});
+  c.push_back({"weight_dtypes quantizing a vector", [] { spec(R"({"weight_dtypes": {"norm": "q8_0"}})"); },
+               is<SpecError>(), "spec.json: spec 'tiny': weight 'norm' [16] cannot be stored as q8_0"});
+  c.push_back({"weight_dtypes rows not whole blocks", [] { spec(R"({"weight_dtypes": {"tok_embeddings": "q8_0"}})"); },
+               is<SpecError>(),
+               "spec.json: spec 'tiny': q8_0 stores rows in whole blocks of 32 values, but the rows of tok_embeddings (16 "
+               "values) are not"});
+  c.push_back({"quantized dtype, rows not whole blocks", [] { spec(R"({"dtype": "q8_0"})"); }, is<SpecError>(),
+               "but the rows of tok_embeddings (16 values) are not (give such weights a type of their own in weight_dtypes)"});
   c.push_back({"qk_norm as a number", [] { spec(R"({"qk_norm": 1})"); }, is<FormatError>(), "spec.json: field 'qk_norm'"});
   c.push_back({"hf config that is a FIFO", [] {
                  const fs::path dir = test::temp_dir("hf-fifo");
@@ -427,7 +447,7 @@ std::vector<Bad> catalog() {
                    data[34 * 3] = '\0', data[34 * 3 + 1] = '\x7c';  // row 3's scale: f16 infinity
                  });
                },
-               is<FormatError>(), "m.gguf: tensor 'blk.0.attn_v.weight': row 3: q8_0 block 0: the scale d is inf (f16 bits "
+               is<FormatError>(), "m.gguf: tensor 'blk.0.attn_v.weight' row 3: q8_0 block 0: the scale d is inf (f16 bits "
                "0x7c00), not a finite number"});
   // Quantized weights in a program: rows of whole blocks, counts that fit, finite scales.
   c.push_back({"program quantized row not whole blocks",

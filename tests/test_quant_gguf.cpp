@@ -109,26 +109,51 @@ std::vector<int32_t> greedy(const ImportedModel& m, int64_t steps) {
   return generate(runner, m.spec, {{1}, steps, 0, Via::decode}).tokens;
 }
 
+// cutcheck's dtype for a ggml type name.
+DType dtype_of_ggml(const std::string& ggml_name) {
+  if (const auto format = quant_format_of_ggml_name(ggml_name)) return dtype_of(*format);
+  return ggml_name == "F16" ? DType::f16 : ggml_name == "BF16" ? DType::bf16 : DType::f32;
+}
+
 // Writes `spec`'s weights as a file of `type`, and checks each tensor's type, its bytes and
-// the values it imports as. Returns the import.
+// the values it imports as: kept in its own type, the file's bytes as they are (the spec
+// naming each weight whose type is not the spec's), and with --widen as f32 values. Returns
+// the import that keeps the types.
 ImportedModel check_export(const ModelSpec& spec, const TensorMap& weights, GgufFileType type, const fs::path& file,
                            TensorMap& expected) {
   write_gguf(file, spec, weights, type);
   auto mapped = MappedFile::open(file);
   const GgufFile parsed = parse_gguf(mapped->bytes(), file.string(), mapped);
-  const ImportedModel got = read_gguf(file);
-  EXPECT_EQ(got.spec.dtype, DType::f32);
+  const ImportedModel got = read_gguf(file), widened = read_gguf(file, true);
+  EXPECT_EQ(widened.spec.dtype, DType::f32);
+  EXPECT_TRUE(widened.spec.weight_dtypes.empty());
+  std::map<DType, int> matrices;  // the spec's dtype is the type most matrices are in
   const auto names = checkpoint_name_map(spec, gguf_tensor_names);
   for (const WeightInfo& w : weight_layout(spec)) {
     const std::string want_type = expected_type(spec, w.name, type);
     const StoredTensor& stored = parsed.tensors.at(names.at(w.name)).stored;
     EXPECT_EQ(stored.dtype, want_type) << w.name << " in " << gguf_file_type_name(type);
+    const std::string file_bytes(reinterpret_cast<const char*>(stored.bytes.data()), stored.bytes.size());
     const auto [bytes, values] = as_stored(weights.at(w.name), want_type);
-    EXPECT_TRUE(std::string(reinterpret_cast<const char*>(stored.bytes.data()), stored.bytes.size()) == bytes)
-        << w.name << ": the file's bytes are not the reference quantizer's";
-    EXPECT_TRUE(got.weights.at(w.name).same_bits(values)) << w.name << " in " << gguf_file_type_name(type);
+    EXPECT_TRUE(file_bytes == bytes) << w.name << ": the file's bytes are not the reference quantizer's";
+    const Tensor& kept = got.weights.at(w.name);
+    EXPECT_EQ(kept.dtype(), dtype_of_ggml(want_type)) << w.name << " in " << gguf_file_type_name(type);
+    EXPECT_EQ(stored_type(got.spec, w).dtype, kept.dtype()) << w.name;
+    EXPECT_TRUE(std::string(reinterpret_cast<const char*>(kept.raw().data()), kept.raw().size()) == file_bytes)
+        << w.name << ": not the file's bytes";
+    if (w.shape.size() == 2) ++matrices[kept.dtype()];
+    EXPECT_TRUE(widened.weights.at(w.name).same_bits(values)) << w.name << " in " << gguf_file_type_name(type);
+    EXPECT_TRUE(f32_weights({{w.name, kept}}).at(w.name).same_bits(values)) << w.name;
     expected.insert_or_assign(w.name, values);
   }
+  const auto most = std::max_element(matrices.begin(), matrices.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  EXPECT_EQ(got.spec.dtype, most->first);
+  ModelSpec plain = got.spec;  // a weight has a type of its own only where the spec's would differ
+  plain.weight_dtypes.clear();
+  for (const auto& [name, own] : got.spec.weight_dtypes) EXPECT_NE(own, stored_type(plain, *find_weight(plain, name)).dtype);
+  // The spec, weight_dtypes with it, is written and read back whole.
+  EXPECT_EQ(ModelSpec::from_json(got.spec.to_json(), "spec"), got.spec);
   const TensorMap stored = gguf_stored_weights(spec, weights, type);  // what conform-engine's reference runs on
   for (const auto& [name, values] : expected) EXPECT_TRUE(stored.at(name).same_bits(values)) << name;
   return got;
@@ -235,8 +260,8 @@ TEST(QuantGguf, SeededWeightsThroughAFormat) {
   write_synthetic_weights(dir / "w", spec, 5, QuantFormat::q8_0);
   write_gguf(dir / "q8.gguf", spec, plain, GgufFileType::q8_0);
   const TensorMap seeded = read_weights(dir / "w", spec);
-  const ImportedModel imported = read_gguf(dir / "q8.gguf");
-  for (const auto& [name, t] : seeded) EXPECT_TRUE(imported.weights.at(name).same_bits(t)) << name;
+  const TensorMap imported = f32_weights(read_gguf(dir / "q8.gguf").weights);
+  for (const auto& [name, t] : seeded) EXPECT_TRUE(imported.at(name).same_bits(t)) << name;
   // Rows that are not whole blocks, and i8_row (no ggml block), are refused.
   EXPECT_THROW(write_synthetic_weights(dir / "x", stories_like_spec(), 5, QuantFormat::q8_0), Error);
   EXPECT_THROW(write_synthetic_weights(dir / "x", spec, 5, QuantFormat::i8_row), Error);

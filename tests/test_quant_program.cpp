@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/safetensors.h"
+#include "faults/catalog.h"
 #include "harness/runner.h"
 #include "harness/split.h"
 #include "model/sharding.h"
@@ -35,7 +36,7 @@ TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
   EXPECT_EQ(weights.at("layers.0.attention.wq").type(), (TensorType{GetParam(), {512, 256}}));
   EXPECT_EQ(weights.at("layers.0.attention.wq").bytes(), uint64_t(bytes_for(*quant_format(GetParam()), 512, 256)));
   EXPECT_EQ(weights.at("norm").type(), (TensorType{DType::f32, {256}}));
-  ReferenceRunner quantized(q, weights), plain(f, dequantized_weights(weights));
+  ReferenceRunner quantized(q, weights), plain(f, f32_weights(weights));
   // Without keep_values (as `cutcheck run` runs), the contractions read the weights as
   // stored, a panel of rows dequantized at a time: the same bits.
   RunOptions lean;
@@ -59,7 +60,7 @@ TEST_P(QuantizedModel, RunsAsTheF32ModelOfItsDequantizedWeights) {
   for (size_t at = text.find(" : " + name + "["); at != std::string::npos; at = text.find(" : " + name + "[", at))
     text.replace(at, 3 + name.size(), " : f32");
   const TensorMap in = random_inputs(program, 6);
-  Executable quantized_exe(program, weights), plain_exe(parse_and_verify(text, "as f32"), dequantized_weights(weights));
+  Executable quantized_exe(program, weights), plain_exe(parse_and_verify(text, "as f32"), f32_weights(weights));
   const Expected a = expect(quantized_exe, in, Tolerance::bound(Precision::f32)),
                  b = expect(plain_exe, in, Tolerance::bound(Precision::f32));
   EXPECT_EQ(bitwise_difference(b.values, a.values), std::nullopt);
@@ -79,7 +80,7 @@ TEST_P(QuantizedModel, SplitsOverChipsOnWholeBlocks) {
   // blocks, so the split of the dequantized model gives the same bits.
   ModelSpec f = q;
   f.dtype = DType::f32;
-  SplitRunner plain(f, dequantized_weights(weights), 2);
+  SplitRunner plain(f, f32_weights(weights), 2);
   EXPECT_EQ(bitwise_difference(plain.run(cut, in), got), std::nullopt);
   EXPECT_EQ(want.at("logits").type(), got.at("logits").type());
 }
@@ -123,8 +124,23 @@ TEST(QuantizedWeights, SpecsAndSplitsNeedWholeBlocks) {
     s.validate();
     ADD_FAILURE() << "ffn 384 in q4_K";
   } catch (const SpecError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("dtype q4_K stores rows in whole blocks of 256 values, but ffn (384) is not a multiple of 256"));
+    EXPECT_THAT(e.what(), HasSubstr("q4_K stores rows in whole blocks of 256 values, but the rows of "
+                                    "layers.0.feed_forward.w2 (384 values) are not"));
   }
+  // Weights of a type of their own: the first one left in the spec's dtype is named, and
+  // with every w2 in f32 the spec holds.
+  for (int64_t l = 0; l + 1 < s.layers; ++l) s.weight_dtypes[weight::w2(l)] = DType::f32;
+  try {
+    s.validate();
+    ADD_FAILURE() << "the last layer's w2 in q4_K";
+  } catch (const SpecError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(fmt::format("the rows of {} (384 values)", weight::w2(s.layers - 1))));
+  }
+  s.weight_dtypes[weight::w2(s.layers - 1)] = DType::q8_0;  // 384 = 12 blocks of 32
+  EXPECT_NO_THROW(s.validate());
+  EXPECT_EQ(stored_type(s, {weight::w2(0), {s.dim, s.ffn}}).dtype, DType::f32);
+  EXPECT_EQ(stored_type(s, {weight::w2(s.layers - 1), {s.dim, s.ffn}}).dtype, DType::q8_0);
+  EXPECT_EQ(stored_type(s, {weight::w1(0), {s.ffn, s.dim}}).dtype, DType::q4_K);
   // wo's rows (heads x head_dim = 256 values) split in two are half a q4_K super-block.
   ModelSpec q = test::blocks_spec(DType::q4_K);
   q.heads = 4;
@@ -132,6 +148,31 @@ TEST(QuantizedWeights, SpecsAndSplitsNeedWholeBlocks) {
   EXPECT_EQ(*widths_unsplittable(q, 2),
             "tp = 2 splits heads x head_dim = 256 into parts of 128 values, not whole 256-value q4_K blocks");
   EXPECT_FALSE(widths_unsplittable(test::blocks_spec(DType::q4_K), 2));
+  // Every wo in q8_0 of its own: halves of 128 values are whole q8_0 blocks, and no wo is
+  // left in q4_K; one left in q4_K cannot split.
+  for (int64_t l = 0; l < q.layers; ++l) q.weight_dtypes[weight::wo(l)] = DType::q8_0;
+  EXPECT_FALSE(widths_unsplittable(q, 2));
+  q.weight_dtypes.erase(weight::wo(0));
+  EXPECT_TRUE(widths_unsplittable(q, 2));
+}
+
+// A quantized format's fault acts on a spec whose every matrix is in one of its formats
+// (so that every cut changes); a matrix of a type of its own outside them takes that away.
+TEST(QuantizedWeights, FaultsActWhereEveryMatrixIsInTheirFormats) {
+  ModelSpec s = test::blocks_spec(DType::q4_0);
+  const Cut decode = Cut::parse("decode{ctx=4}");
+  const Fault& nibbles = find_fault("nibbles-swapped");
+  const Fault& neighbour = find_fault("block-scale-neighbour");
+  EXPECT_TRUE(nibbles.acts_on(decode, 1, s));
+  s.weight_dtypes[weight::w2(0)] = DType::q8_0;  // blocks, no nibbles
+  EXPECT_FALSE(nibbles.acts_on(decode, 1, s));
+  EXPECT_TRUE(neighbour.acts_on(decode, 1, s));
+  // The rewrite reaches the matrix of its own too: every dequantization of the program.
+  const Program program = author_program(decode, s);
+  const Program faulty = neighbour.apply(program);
+  EXPECT_THAT(print(faulty), HasSubstr(weight::w2(0) + ".f32.fault"));
+  s.weight_dtypes[weight::w2(0)] = DType::f32;
+  EXPECT_FALSE(neighbour.acts_on(decode, 1, s));
 }
 
 // The language: quantized values are weights, converted to f32 or gathered by rows.

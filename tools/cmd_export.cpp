@@ -51,9 +51,10 @@ void add_export(CLI::App& app, const std::string& name, const std::string& descr
     if (args->weights.empty() && !args->seed) throw Error("give --weights (a weights folder) or --seed (synthetic weights)");
     ModelSpec spec = resolve_spec(args->spec, args->weights);
     TensorMap weights = args->seed ? synthetic_weights(spec, *args->seed) : read_weights(args->weights, spec);
-    if (is_quantized(spec.dtype)) {  // exported from its exact f32 values (--dtype quantizes again)
-      weights = dequantized_weights(weights);
+    if (is_quantized(spec.dtype) || !spec.weight_dtypes.empty()) {  // exported from its exact f32 values
+      weights = f32_weights(weights);                                  // (--dtype quantizes again)
       spec.dtype = DType::f32;
+      spec.weight_dtypes.clear();
     }
     const std::string type = write(args->out, spec, weights, args->dtype);
     fmt::print("wrote {} ({}, {})\n", args->out, spec.name, type);

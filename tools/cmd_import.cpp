@@ -26,7 +26,7 @@ void add_import(CLI::App& app, const std::string& name, const std::string& descr
   args->destinations.add(cmd, "--out", args->out, "the weights folder to write", Destinations::Kind::folder)->required();
   if (import != import_llama2c_any)
     cmd->add_flag("--widen", args->widen,
-                  "write f32 weights; by default BF16 and F16 weights keep their dtype (docs/checkpoints.md)");
+                  "write f32 weights; by default BF16, F16 and quantized weights keep their types (docs/checkpoints.md)");
   cmd->callback([args, import] {
     import(args->from, args->out, args->widen);
     fmt::print("wrote {0}/spec.json and {0}/model.safetensors\n", args->out);
@@ -41,7 +41,7 @@ void add_imports(CLI::App& app) {
   add_import(app, "import-hf", "import a Hugging Face Llama or Mistral folder as spec.json and model.safetensors",
              "the folder with config.json and model.safetensors (or model.safetensors.index.json)", import_hf);
   add_import(app, "import-gguf",
-             "import a GGUF file (llama architecture; F32/F16/BF16, and Q8_0/Q4_0/Q5_0/Q4_K/Q6_K dequantized to f32) as "
+             "import a GGUF file (llama architecture; F32/F16/BF16, and Q8_0/Q4_0/Q5_0/Q4_K/Q6_K kept as blocks) as "
              "spec.json and model.safetensors",
              "the .gguf file", import_gguf);
 }

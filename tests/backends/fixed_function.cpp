@@ -74,14 +74,15 @@ void run(const fs::path& folder, const fs::path& inputs, const fs::path& outputs
   const int64_t tp = json_int(json, "tp", manifest_file.string());
   ModelSpec spec = load_spec((folder / json_string(json, "spec", manifest_file.string())).string());
   check_family(cut, tp, spec);
-  if (spec.dtype != DType::f32 && spec.dtype != DType::q4_0)
-    throw NotYet(fmt::format("weights in {}: this engine reads f32 and q4_0", dtype_name(spec.dtype)));
-
   const Manifest manifest = Manifest::read(manifest_file);
   TensorMap weights = load_weights(manifest, folder);
-  for (auto& [name, t] : weights)
+  for (auto& [name, t] : weights) {
     if (t.dtype() == DType::q4_0) t = q4_0_as_f32(t);
+    if (t.dtype() != DType::f32)
+      throw NotYet(fmt::format("weight '{}' in {}: this engine reads f32 and q4_0", name, dtype_name(t.dtype())));
+  }
   spec.dtype = DType::f32;  // the oracle computes on the f32 values
+  spec.weight_dtypes.clear();
   Oracle engine(spec, std::move(weights));
   write_safetensors(outputs, engine.run(cut, read_safetensors(inputs).tensors));
 }
