@@ -84,9 +84,10 @@ Tensor run_kernel(const Operation& op, std::vector<const Tensor*> in, const Tens
 }  // namespace
 
 // The terms of a sum, from the reference's values, once per op: per result element the sum
-// of the squared terms and how many terms are nonzero (adding a zero rounds nothing).
+// of the squared terms, how many terms are nonzero (adding a zero rounds nothing), and the
+// total of the terms an order may lose whole (absorbed_terms).
 struct PerturbedRuns::SumTerms {
-  Tensor squares, count;
+  Tensor squares, count, absorbed;
   Tensor chip_partials;  // split contractions: the sum of the chips' partial sums squared (else empty)
 };
 
@@ -97,7 +98,7 @@ struct PerturbedRuns::SumTerms {
 // leaves the storage precision's range (a correct backend overflows there).
 struct PerturbedRuns::Result {
   Result(const Tensor& reference, const PrecisionInfo& storage, bool function, const BoundModel& model,
-         double amplification, uint64_t stream)
+         double run_amplification, bool table, uint64_t stream)
       : d(Tensor::uninitialized(reference.type())),
         dv(d.as_mut<float>()),
         rv(reference.as<float>()),
@@ -105,7 +106,8 @@ struct PerturbedRuns::Result {
         half_store(storage),
         half_f32(precision_info(Precision::f32)),
         function_spread(function ? 2 * model.function_ulps : 0),
-        amplification(amplification),
+        amplification(table ? run_amplification / model.amplification : run_amplification),
+        relative(run_amplification / model.amplification),
         g{stream} {}
 
   // The variance of the roundings of a result (uniform errors within h: h^2 / 3): the
@@ -118,9 +120,13 @@ struct PerturbedRuns::Result {
                  hf = function_spread * half_f32(std::max(std::abs(reference), std::abs(perturbed)));
     return (hs * hs + hr * hr + hf * hf) / 3;
   }
-  void put(size_t i, double change, double variance) {
+  // `bounded`: the variance of an error the model bounds rather than estimates (the terms a
+  // sum may lose), drawn at its size: at the run's amplification over the model's (1, and
+  // 1/2 in a probe, so that a probe still halves every draw of its twin).
+  void put(size_t i, double change, double variance, double bounded = 0) {
     double e = change;
-    if (variance > 0) e += amplification * std::sqrt(variance) * g.normal();
+    if (variance > 0 || bounded > 0)
+      e += std::sqrt(amplification * amplification * variance + relative * relative * bounded) * g.normal();
     const double reference = rv[i];
     if (std::isfinite(reference) && std::abs(reference + e) > store.max_finite) e = inf;
     dv[i] = float(e);
@@ -131,7 +137,7 @@ struct PerturbedRuns::Result {
   std::span<const float> rv;
   const PrecisionInfo& store;
   const HalfSpacing half_store, half_f32;
-  const double function_spread, amplification;
+  const double function_spread, amplification, relative;
   SplitMix64 g;
 };
 
@@ -275,10 +281,16 @@ void PerturbedRuns::step(size_t index, const Operation& op, uint64_t stream) {
   auto keep_if_changed = [&](Tensor t) {
     if (!t.same_bits(r)) out = std::move(t);
   };
-  const PrecisionInfo& store =
-      precision_info(activation_[size_t(result)] ? model_.precision : Precision::f32);
+  const bool activation = activation_[size_t(result)];
+  const PrecisionInfo& store = precision_info(activation ? model_.precision : Precision::f32);
+  // A table (computed from constants alone: the rotary frequencies) rounds the same way
+  // whatever the inputs, and a correct backend's table differs from the reference's by
+  // those roundings alone: they are drawn at their own size. Amplified, a frequency's
+  // rounding, multiplied by the position, made up most of a late position's allowance.
   const OpInfo& info = op_info(op.kind);
-  auto writer = [&] { return Result(r, store, info.rounding == Rounding::function, model_, amplification_, stream); };
+  auto writer = [&] {
+    return Result(r, store, info.rounding == Rounding::function, model_, amplification_, !activation, stream);
+  };
 
   switch (info.op_class) {
     case OpClass::value: return;
@@ -443,6 +455,37 @@ Tensor PerturbedRuns::extreme(const Operation& op, Result w) {
 
 namespace {
 
+// Per result element of a reduce(add) or a contraction (`rhs` null for a reduce): the total
+// of the terms smaller than u_a times the sum of all terms' magnitudes. The order model
+// draws each addition's rounding afresh, but a term below half a spacing of the partial sum
+// it meets is lost whole, with the sign of the term, and every such term the same way: an
+// order that adds the large terms first (a loop from the latest key down to the first, over
+// a softmax's denominator or an attention's p v, the few attended keys first) loses up to
+// this total, which no fresh draw per addition reaches. u_a Σ|t| is at least half a spacing
+// of any partial sum, in any order.
+Tensor absorbed_terms(const Operation& op, const Tensor& lhs, const Tensor* rhs, const TensorType& type) {
+  const Terms t = rhs ? dot_terms(op, lhs.shape(), rhs->shape()) : reduce_terms(op, lhs.shape());
+  const auto x = lhs.as<float>();
+  const std::span<const float> y = rhs ? rhs->as<float>() : std::span<const float>();
+  const size_t n = t.step_l.size();
+  std::vector<double> magnitude(n);
+  Tensor out = Tensor::uninitialized(type);
+  auto o = out.as_mut<float>();
+  for (size_t i = 0; i < o.size(); ++i) {
+    double all = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const double term = double(x[size_t(t.base_l[i] + t.step_l[k])]) * (rhs ? y[size_t(t.base_r[i] + t.step_r[k])] : 1.0f);
+      magnitude[k] = std::abs(term);
+      all += magnitude[k];
+    }
+    double lost = 0;
+    for (size_t k = 0; k < n; ++k)
+      if (magnitude[k] < accumulation_roundoff * all) lost += magnitude[k];
+    o[i] = float(lost);
+  }
+  return out;
+}
+
 // Per result element of a contraction split over `chips`: the sum over chips of its partial
 // sum squared, each chip taking a contiguous slice of the terms in row-major order.
 Tensor chip_partial_squares(const Operation& op, const Tensor& lhs, const Tensor& rhs, const TensorType& type,
@@ -496,7 +539,9 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
       for (const Tensor& part : parts) in.push_back(&part);
       return run_kernel(op, in, type);
     };
-    sums_[index] = std::make_unique<SumTerms>(SumTerms{term_sums(false), term_sums(true), {}});
+    const Tensor* rhs = dot ? &value_(op.operands[1]) : nullptr;
+    sums_[index] = std::make_unique<SumTerms>(
+        SumTerms{term_sums(false), term_sums(true), absorbed_terms(op, value_(op.operands[0]), rhs, type), {}});
     if (dot && model_.chips > 1 && w.store.unit_roundoff() > accumulation_roundoff)
       sums_[index]->chip_partials = chip_partial_squares(op, value_(op.operands[0]), value_(op.operands[1]), type, model_.chips);
   }
@@ -525,7 +570,8 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
   } else if (perturbed(a)) {
     add(run_kernel(op, {&shadow_[size_t(a)]}, type));
   }
-  auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>();
+  auto squares = sums_[index]->squares.as<float>(), count = sums_[index]->count.as<float>(),
+       absorbed = sums_[index]->absorbed.as<float>();
   const double u = accumulation_roundoff;
   auto partials = sums_[index]->chip_partials.as<float>();
   const double us = w.store.unit_roundoff();
@@ -539,7 +585,8 @@ Tensor PerturbedRuns::sum(size_t index, const Operation& op, Result w) {
     const double order = u * u / 3 * (n / 2 * s2 + n / 3 * ri * ri + (dot ? s2 : 0));
     const double split =
         partials.empty() ? 0 : us * us / 3 * std::max(double(partials[i]), s2 + ri * ri / double(model_.chips));
-    w.put(i, c, order + split + w.rounding_variance(ri, ri + c));
+    const double lost = absorbed[i];  // uniform within the terms an order may lose
+    w.put(i, c, order + split + w.rounding_variance(ri, ri + c), lost * lost / 3);
   }
   return std::move(w.d);
 }

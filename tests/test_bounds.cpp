@@ -331,6 +331,36 @@ TEST(ErrorBounds, ResultsPastTheStorageRangeAreUnbounded) {
   EXPECT_LT(f32.as<float>()[1], 1e-2);
 }
 
+// A softmax's denominator over thousands of keys with the attention on one: a backend that
+// adds the large term first loses every tiny one whole (each below half a spacing of 1),
+// all the same way, an error far past what fresh roundings per addition make. The bound
+// holds it, for a reduction and a contraction alike; the plain order model would not.
+TEST(ErrorBounds, ASumThatLosesItsSmallTermsWholeIsHeld) {
+  const int64_t n = 4096;
+  std::vector<float> terms(size_t(n), 0x1p-26f);
+  terms[0] = 1.0f;
+  float large_first = 0;  // a plain f32 loop, the large term first
+  for (float t : terms) large_first += t;
+  ASSERT_EQ(large_first, 1.0f);
+  Builder b("denominator");
+  const ValueId e = b.input("e", {DType::f32, {1, n}}), v = b.input("v", {DType::f32, {n, 1}});
+  b.output("sum", b.reduce(e, "add", {1}, "sum"));
+  b.output("pv", b.dot(e, v, {1}, {0}, "pv"));
+  const Program program = b.finish();
+  Executable run(program, {});
+  run.run({{"e", Tensor::of_f32({1, n}, terms)}, {"v", Tensor::of_f32({n, 1}, std::vector<float>(size_t(n), 1.0f))}});
+  const ErrorBounds bounds(program, [&](ValueId id) -> const Tensor& { return run.value(id); }, {Precision::f32});
+  const double exact = 1.0 + double(n - 1) * 0x1p-26, error = exact - large_first;
+  // The order model alone: at most a 16-run RMS of a = 4 draws of its sigma, times 3, and
+  // the runs' own roundings beside it; well below the error.
+  const double u = 0x1p-24, order = u * std::sqrt((double(n - 1) / 2 * (1 + double(n - 1) * 0x1p-52) + double(n - 1) / 3 * exact * exact) / 3);
+  EXPECT_GT(error, 3 * 4 * 2 * order);
+  for (const char* out : {"sum", "pv"}) {
+    EXPECT_NEAR(run.value(*program.find(out)).as<float>()[0], exact, 1e-7) << out;
+    EXPECT_LE(error, bounds.outputs().at(out).as<float>()[0]) << out;
+  }
+}
+
 // A contraction whose two halves cancel: split over two chips, a bf16 backend stores
 // each half's partial sum in bf16 before adding them, an error of the partials' size
 // where the sum itself is small. The bound of the program split over two chips holds it;
