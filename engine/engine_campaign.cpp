@@ -109,7 +109,7 @@ EngineCaseResult run_engine_case(const EngineCommand& engine, const EngineCase& 
   // A quantized model's reference runs on the weights as the file stores them, read back to
   // f32 (given weights of any types are quantized again by the file's recipe).
   ModelSpec stored_spec = c.spec;
-  if (o.precision.quantized()) stored_spec.dtype = DType::f32, stored_spec.weight_dtypes.clear();
+  if (o.precision.quantized()) stored_spec.store_every_weight_as(DType::f32);
   ReferenceRunner reference(stored_spec,
                             o.precision.quantized() ? gguf_stored_weights(c.spec, weights, o.precision.file) : weights);
   const Tolerance tolerance = Tolerance::bound(o.precision.compute());

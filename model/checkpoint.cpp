@@ -19,21 +19,16 @@
 namespace cutcheck {
 namespace {
 
-// The cutcheck dtype of a stored tensor's values (f32 for a quantized one: it dequantizes to
-// f32); FormatError for the ones the importers do not read.
+// The cutcheck dtype of a stored tensor, its own (a quantized one's blocks); FormatError for
+// the ones the importers do not read.
 DType stored_dtype(const StoredTensor& s, const std::string& where) {
-  if (s.dtype == "F32" || quant_format_of_ggml_name(s.dtype)) return DType::f32;
+  if (const auto format = quant_format_of_ggml_name(s.dtype)) return dtype_of(*format);
+  if (s.dtype == "F32") return DType::f32;
   if (s.dtype == "BF16") return DType::bf16;
   if (s.dtype == "F16") return DType::f16;
   throw FormatError(fmt::format("{}: dtype {} is not supported (the importers read F32, F16, BF16 and, from GGUF, "
                                 "Q8_0, Q4_0, Q5_0, Q4_K and Q6_K)",
                                 where, s.dtype));
-}
-
-// The type a stored tensor is kept in when nothing is converted: its own.
-DType own_dtype(const StoredTensor& s, const std::string& where) {
-  if (const auto format = quant_format_of_ggml_name(s.dtype)) return dtype_of(*format);
-  return stored_dtype(s, where);
 }
 
 uint16_t bits16(const StoredTensor& s, size_t i) {
@@ -169,20 +164,17 @@ TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const 
   // of its own. Otherwise, the one 16-bit float type the checkpoint stores its weights in,
   // when its F32 tensors (GGUF keeps norms in F32) hold values of that type only; else f32.
   dtypes.erase(DType::f32);
-  spec.dtype = DType::f32;
-  spec.weight_dtypes.clear();
-  const bool quantized = std::any_of(found.begin(), found.end(), [](const auto& f) {
-    return quant_format_of_ggml_name(f.second->stored.dtype).has_value();
-  });
+  spec.store_every_weight_as(DType::f32);
+  const bool quantized = std::any_of(dtypes.begin(), dtypes.end(), is_quantized);
   if (!widen && quantized) {
     std::map<DType, int64_t> matrices;
     for (const auto& [w, t] : found)
-      if (w->shape.size() == 2) ++matrices[own_dtype(t->stored, source)];
+      if (w->shape.size() == 2) ++matrices[stored_dtype(t->stored, source)];
     spec.dtype = std::max_element(matrices.begin(), matrices.end(), [](const auto& a, const auto& b) {
                    return a.second < b.second;
                  })->first;
     for (const auto& [w, t] : found)
-      if (const DType own = own_dtype(t->stored, source); own != stored_type(spec, *w).dtype)
+      if (const DType own = stored_dtype(t->stored, source); own != stored_type(spec, *w).dtype)
         spec.weight_dtypes.emplace(w->name, own);
   } else if (!widen && dtypes.size() == 1) {
     const DType kept = *dtypes.begin();
@@ -194,7 +186,7 @@ TensorMap take_weights(ModelSpec& spec, const CheckpointTensors& tensors, const 
   // What the import holds at its peak: the converted and dequantized copies; the rest stays mapped.
   uint64_t peak = 0;
   for (const auto& [w, t] : found)
-    if (const DType to = stored_type(spec, *w).dtype; own_dtype(t->stored, source) != to)
+    if (const DType to = stored_type(spec, *w).dtype; stored_dtype(t->stored, source) != to)
       peak = checked_add(peak, checked_mul(uint64_t(element_count(w->shape)), uint64_t(dtype_size(to)), source), source);
   check_memory(peak, fmt::format("{}: importing {} (the weights converted to {})", source, spec.name,
                                  dtype_name(spec.dtype)));

@@ -59,6 +59,11 @@ struct ModelSpec {
   // whose rows are not whole blocks in F32. Each is f32, bf16, f16 or, for a matrix, a
   // quantized type; stored_type (model/weights.h) is the one place that reads it.
   std::map<std::string, DType> weight_dtypes;
+  // Every weight stored as `type`: none keeps a type of its own.
+  void store_every_weight_as(DType type) {
+    dtype = type;
+    weight_dtypes.clear();
+  }
   // The knobs of newer checkpoints; their defaults are the plain Llama model, and a spec
   // JSON leaves out a knob at its default.
   RopeScaling rope_scaling;

@@ -10,6 +10,7 @@
 #include "core/half.h"
 #include "core/random.h"
 #include "core/safetensors.h"
+#include "model/checkpoint_export.h"
 #include "quant/block_fields.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
@@ -266,25 +267,7 @@ TensorMap read_weights(const fs::path& dir, const ModelSpec& spec) {
 
 TensorMap f32_weights(const TensorMap& weights) {
   TensorMap out;
-  for (const auto& [name, t] : weights) {
-    if (t.dtype() == DType::f32) {
-      out.emplace(name, t);
-      continue;
-    }
-    Tensor f({DType::f32, t.shape()});
-    float* y = f.as_mut<float>().data();
-    if (is_quantized(t.dtype())) {
-      dequantize_tensor(t, y);
-    } else {  // bf16, f16
-      const std::span<const std::byte> raw = t.raw();
-      for (size_t i = 0; i < size_t(t.elements()); ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, raw.data() + 2 * i, 2);
-        y[i] = half_to_f32(t.dtype(), bits);
-      }
-    }
-    out.emplace(name, std::move(f));
-  }
+  for (const auto& [name, t] : weights) out.emplace(name, convert_weight(t, DType::f32, fmt::format("weight '{}'", name)));
   return out;
 }
 

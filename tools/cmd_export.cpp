@@ -53,8 +53,7 @@ void add_export(CLI::App& app, const std::string& name, const std::string& descr
     TensorMap weights = args->seed ? synthetic_weights(spec, *args->seed) : read_weights(args->weights, spec);
     if (is_quantized(spec.dtype) || !spec.weight_dtypes.empty()) {  // exported from its exact f32 values
       weights = f32_weights(weights);                                  // (--dtype quantizes again)
-      spec.dtype = DType::f32;
-      spec.weight_dtypes.clear();
+      spec.store_every_weight_as(DType::f32);
     }
     const std::string type = write(args->out, spec, weights, args->dtype);
     fmt::print("wrote {} ({}, {})\n", args->out, spec.name, type);

@@ -35,8 +35,7 @@ void add_weights(CLI::App& app) {
       if (!parse_quant_format(args->dtype, format) || !ggml_type(format))
         throw Error(fmt::format("--dtype '{}': choose q8_0, q4_0, q5_0, q4_K or q6_K", args->dtype));
       through = format;
-      spec.dtype = DType::f32;
-      spec.weight_dtypes.clear();
+      spec.store_every_weight_as(DType::f32);
     }
     for (int64_t tp : args->tp)  // refused before any file is written
       if (auto why = widths_unsplittable(spec, tp)) throw Error(fmt::format("--tp {}: {}", tp, *why));

@@ -81,8 +81,7 @@ void run(const fs::path& folder, const fs::path& inputs, const fs::path& outputs
     if (t.dtype() != DType::f32)
       throw NotYet(fmt::format("weight '{}' in {}: this engine reads f32 and q4_0", name, dtype_name(t.dtype())));
   }
-  spec.dtype = DType::f32;  // the oracle computes on the f32 values
-  spec.weight_dtypes.clear();
+  spec.store_every_weight_as(DType::f32);  // the oracle computes on the f32 values
   Oracle engine(spec, std::move(weights));
   write_safetensors(outputs, engine.run(cut, read_safetensors(inputs).tensors));
 }
