@@ -88,13 +88,24 @@ Tensor Allowance::bound() const {
 ErrorBounds::ErrorBounds(const Program& program, const std::function<const Tensor&(ValueId)>& value,
                          const BoundModel& model) {
   PerturbedRuns runs(program, value, model);
-  std::map<std::string, Allowance> allowances;
-  for (int r = 0; r < model.total_runs(); ++r)
-    for (const auto& [name, deviation] : runs.run(r)) allowances.try_emplace(name, model).first->second.add(r, deviation);
-  if (std::any_of(allowances.begin(), allowances.end(), [](const auto& a) { return a.second.chaotic(); }))
-    for (int r = model.total_runs(); r < model.total_runs() + model.explorers; ++r)
-      for (const auto& [name, deviation] : runs.run(r)) allowances.at(name).add(r, deviation);
+  std::map<std::string, Allowance> allowances, off_span;
+  for (const OutputDecl& o : program.outputs)
+    if (auto w = span_weight(program, o.name)) {
+      spans_[o.name].span = std::make_shared<const OffSpan>(value(w->value), w->contracting);
+      off_span.try_emplace(o.name, model);
+    }
+  auto add = [&](int r) {
+    for (const auto& [name, deviation] : runs.run(r)) {
+      allowances.try_emplace(name, model).first->second.add(r, deviation);
+      if (auto s = spans_.find(name); s != spans_.end()) off_span.at(name).add(r, s->second.span->project(deviation));
+    }
+  };
+  for (int r = 0; r < model.total_runs(); ++r) add(r);
+  auto chaotic = [](const auto& a) { return a.second.chaotic(); };
+  if (std::any_of(allowances.begin(), allowances.end(), chaotic) || std::any_of(off_span.begin(), off_span.end(), chaotic))
+    for (int r = model.total_runs(); r < model.total_runs() + model.explorers; ++r) add(r);
   for (const auto& [name, allowance] : allowances) outputs_.insert_or_assign(name, allowance.bound());
+  for (auto& [name, check] : spans_) check.bound = off_span.at(name).bound();
 }
 
 }  // namespace cutcheck

@@ -15,7 +15,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <string>
 
+#include "bound/off_span.h"
 #include "bound/perturbed_runs.h"
 #include "core/tensor.h"
 #include "program/program.h"
@@ -62,9 +65,13 @@ class ErrorBounds {
   // The bounds of the program's f32 outputs, by output name: f32 tensors of their shapes,
   // the largest |backend - reference| a correct backend may show (infinity: no bound).
   const TensorMap& outputs() const { return outputs_; }
+  // The outputs that are products with a weight of more rows than columns (the logits), by
+  // name: their part off the weight's span, bounded from the same runs (bound/off_span.h).
+  const std::map<std::string, SpanCheck>& spans() const { return spans_; }
 
  private:
   TensorMap outputs_;
+  std::map<std::string, SpanCheck> spans_;
 };
 
 }  // namespace cutcheck

@@ -15,7 +15,7 @@ void judge(Backend& backend, const Case& c, const Cut& cut, int64_t tp, const fs
   try {
     TensorMap got = backend.lower(folder)->run(in);
     if (!actual.empty()) write_safetensors(actual, got);
-    const Expected blanked{blank_unattended(want.values, c), blank_unattended(want.bounds, c)};
+    const Expected blanked{blank_unattended(want.values, c), blank_unattended(want.bounds, c), want.spans};
     Comparison cmp = compare(blanked, blank_unattended(got, c), tol);
     r.errors = cmp.outputs;
     if (!cmp.ok) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "campaign/case_files.h"
 #include "campaign/case_generation.h"
@@ -251,7 +252,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
     std::map<Precision, Expected> expected;  // blanked past the attended cache rows, as conformance compares
     for (Precision p : options.precisions) {
       Expected e = reference.expect(c.cut, in, Tolerance::bound(p), c.tp);
-      expected[p] = {blank_unattended(e.values, c), blank_unattended(e.bounds, c)};
+      expected[p] = {blank_unattended(e.values, c), blank_unattended(e.bounds, c), e.spans};
     }
     const bool measure_layer = layer_cases < options.layer_cases && c.tp == 1 &&
                                (c.cut.part() == Part::whole || c.cut.part() == Part::layer);
@@ -261,6 +262,10 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
     report.fault_cases += faults;
     std::map<std::string, TensorMap> got;
     std::map<std::string, std::string> threw;
+    // The case's program as written, run as the faults run it (split over its chips): a
+    // fault acted where its outputs differ from these, not merely from the unsplit reference's.
+    std::optional<TensorMap> unfaulted;
+    if (faults) unfaulted = blank_unattended(FolderRun::open(work / "program").run(in), c);
     for (const Judged& s : subjects) {
       if (s.fault && !faults && !legitimate_anywhere(*s.fault, options.precisions)) continue;
       if (s.variant && std::find(options.precisions.begin(), options.precisions.end(), s.variant->precision) ==
@@ -308,7 +313,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           bool acted = !g, far = false;
           for (const auto& [name, w] : want.values) {
             if (!g || g->at(name).same_bits(w)) continue;
-            acted = true;
+            acted = acted || !g->at(name).same_bits(unfaulted->at(name));
             if (w.dtype() != DType::f32) continue;
             // How far the fault moved this output, against the farthest a correct backend did.
             const Tensor moved = largest_error(w, {&g->at(name)});
@@ -331,6 +336,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
             for (const char* name : {"logits", "next"}) {
               head.values.insert_or_assign(name, want.values.at(name));
               if (want.bounds.count(name)) head.bounds.insert_or_assign(name, want.bounds.at(name));
+              if (want.spans.count(name)) head.spans.insert_or_assign(name, want.spans.at(name));
               head_got.insert_or_assign(name, g->at(name));
             }
             const bool by_logits = !compare(head, head_got, p.tolerance).ok;
@@ -364,6 +370,16 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           int64_t width = 0;
           const auto rows = output_rows(c, name, bound.shape(), width);
           add_sharpness(p.sharpness, cls, bound, legit_error.at(name), rows, width);
+          if (auto span = want.spans.find(name); span != want.spans.end()) {
+            std::vector<Tensor> off;  // the legitimate variants' differences off the span
+            for (const Judged& s : subjects)
+              if (s.variant && legitimate(s, p.tolerance) && got.count(s.name))
+                off.push_back(span->second.span->project_difference(got.at(s.name).at(name), want.values.at(name)));
+            std::vector<const Tensor*> outs;
+            for (const Tensor& t : off) outs.push_back(&t);
+            const Tensor zero({DType::f32, bound.shape()});
+            add_sharpness(p.sharpness, cls + " off span", span->second.bound, largest_error(zero, outs), rows, width);
+          }
         }
       }
       p.logit_thresholds.push_back(logit_threshold(want, p.tolerance));

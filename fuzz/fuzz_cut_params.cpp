@@ -92,7 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (!split_unsupported(c.cut, s, c.tp)) {
     const Tolerance tolerance = Tolerance::bound(Precision::f32);
-    const Expected unsplit{out, reference.expect(c.cut, in, tolerance).bounds};
+    Expected unsplit = reference.expect(c.cut, in, tolerance);
+    unsplit.values = out;
     if (auto diff = split_difference(c.cut, unsplit, SplitRunner(s, weights, c.tp).run(c.cut, in), tolerance))
       violated(c, "split against unsplit: " + *diff);
   }

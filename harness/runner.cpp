@@ -38,7 +38,9 @@ Expected expect(Executable& e, const TensorMap& inputs, const Tolerance& toleran
   if (tolerance.bounded()) {
     BoundModel model = tolerance.model();
     model.chips = chips;
-    out.bounds = ErrorBounds(e.program(), [&](ValueId v) -> const Tensor& { return e.value(v); }, model).outputs();
+    const ErrorBounds bounds(e.program(), [&](ValueId v) -> const Tensor& { return e.value(v); }, model);
+    out.bounds = bounds.outputs();
+    out.spans = bounds.spans();
   }
   return out;
 }

@@ -93,6 +93,29 @@ OutputError compare_floats(const std::string& name, const Tensor& want, const Te
   return tally.finish();
 }
 
+// The part of got - want off the span of the product's weight, element by element against
+// its bound; its failures and headroom count as the output's.
+void compare_off_span(OutputError& e, const SpanCheck& check, const Tensor& want, const Tensor& got,
+                      const Tolerance& tol) {
+  ErrorTally tally(e.name, tol);
+  const Tensor off = check.span->project_difference(got, want);
+  auto d = off.as<float>(), b = check.bound.as<float>();
+  const size_t width = size_t(check.span->width());
+  for (size_t i = 0; i < d.size(); ++i) {
+    const ElementCheck k = tally.add(0, d[i], b[i]);
+    if (k.ok || tally.error().mismatches > 1) continue;
+    tally.error().first = fmt::format(
+        "'{}' row {} is off the span of the weight it is a product with: element {} by {:.3g}, over its bound {:.3g} "
+        "({:.4g} x over; a logit wrong alone, not through the layers)",
+        e.name, i / width, i, double(d[i]), k.allowed, k.diff / k.allowed);
+  }
+  const OutputError& o = tally.error();
+  if (o.mismatches && !e.mismatches) e.first = o.first;
+  e.mismatches += o.mismatches;
+  e.nans += o.nans;
+  e.headroom = std::isnan(e.headroom) || std::isnan(o.headroom) ? NAN : std::max(e.headroom, o.headroom);
+}
+
 // `next` may differ where the expected logits rate the other pick within the tolerance:
 // the two logits may swap order in a correct backend.
 OutputError compare_next(const Tensor& want, const Tensor& got, const Tensor* logits, const Tensor* bounds,
@@ -159,6 +182,8 @@ Comparison compare(const Expected& want, const TensorMap& got, const Tolerance& 
     OutputError e;
     if (w.dtype() == DType::f32) {
       e = compare_floats(name, w, bound_of(name), g, tolerance);
+      if (auto s = want.spans.find(name); tolerance.bounded() && s != want.spans.end())
+        compare_off_span(e, s->second, w, g, tolerance);
     } else if (name == "next") {
       auto logits = want.values.find("logits");
       const bool have = logits != want.values.end();

@@ -8,6 +8,7 @@
 // The fixed policies (one atol and rtol for every element) stay for comparison.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,10 +48,13 @@ struct Tolerance {
 };
 
 // What the reference expects of a backend: its outputs and, for the bound policy, the
-// bound of every f32 output element (bound/error_bound.h).
+// bound of every f32 output element (bound/error_bound.h) and, for the outputs that are
+// products with a weight of more rows than columns (the logits), the bound of their
+// deviation's part off that weight's span (bound/off_span.h).
 struct Expected {
   TensorMap values;
   TensorMap bounds;
+  std::map<std::string, SpanCheck> spans = {};
 };
 
 struct OutputError {
@@ -102,7 +106,8 @@ struct Comparison {
 };
 
 // f32 outputs within the tolerance element by element (and in NMSE for the fixed
-// policies); equal bits and NaN against NaN always pass. Integer outputs exactly, except
+// policies), and under the bound policy the outputs with a span check off the span too,
+// element by element of the projected difference; equal bits and NaN against NaN always pass. Integer outputs exactly, except
 // that `next` may pick another token where the expected logits rate it within the
 // tolerance of the expected pick (a near tie). Names and types must match exactly. The
 // bound policy needs `want.bounds` for every f32 output.

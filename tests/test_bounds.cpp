@@ -12,7 +12,10 @@
 #include "bound/error_bound.h"
 #include "bound/log_softmax.h"
 #include "campaign/campaign.h"
+#include "core/random.h"
+#include "campaign/case_generation.h"
 #include "campaign/tolerance_report.h"
+#include "faults/catalog.h"
 #include "harness/runner.h"
 #include "harness/variants.h"
 #include "model/llama2c.h"
@@ -540,6 +543,32 @@ TEST(Tolerance, ReportShowsBoundsFairAndSharp) {
   EXPECT_EQ(r.policies[1].false_failures.count("bf16-activations"), 1u);  // legitimate under bf16
 }
 
+// A fault acts where it changes what the backend computes, not where a split's own sums
+// differ from the unsplit reference's: the logit shifted from position 16 on acts in just the
+// cases with a head row at position 16 or later, split or not.
+TEST(Tolerance, AFaultActsOnlyWhereItChangesTheBackendsOutputs) {
+  ToleranceReportOptions o;
+  o.campaign.cases = 80;
+  o.campaign.tp = {1, 2};
+  o.precisions = {Precision::f32};
+  o.layer_cases = 0;
+  o.faults = {"late-logit-shifted"};
+  const ToleranceReport r = tolerance_report(o);
+  int late = 0, split = 0;
+  const rc::Gen<Case> gen = gen_conform_case(o.campaign);
+  for (int i = 0; i < o.campaign.cases; ++i) {
+    const Case c = gen(rc::Random(mix64(o.campaign.seed, uint64_t(i))), 100).value();
+    if (c.cut.part() != Part::whole || cut_family(c.cut.kind) == Family::forward) continue;
+    int64_t last = *std::max_element(c.positions.begin(), c.positions.end());
+    if (cut_family(c.cut.kind) == Family::prefill) last = c.positions.at(0) + c.cut.rows - 1;
+    late += last >= 16;
+    split += last < 16 && c.tp > 1;
+  }
+  EXPECT_GT(late, 0);
+  EXPECT_GT(split, 0);  // cases whose split alone differs from the reference
+  EXPECT_EQ(r.policies.at(0).faults.at("late-logit-shifted").acted, late);
+}
+
 // The case: a backend summing in f32 on the real checkpoint with large keys.
 TEST(Tolerance, F32SumsPassStoriesWithLargeKeys) {
   SKIP_WITHOUT_SHARED(shared);
@@ -590,6 +619,87 @@ TEST(Tolerance, TrainedModelsAreHeldInEveryPrecision) {
   SKIP_WITHOUT_SHARED(shared);
   const Llama2cModel stories = read_llama2c(shared / "models" / "stories260K.bin");
   expect_trained_model_held(stories.spec, stories.weights, "stories260K");
+}
+
+// The projection: a product with the weight has no part off its span, a vector of one
+// element has 1 - P_ii of it left there (P the projection on the span), and the weight
+// found is the head's (tied: the embedding, contracted over its second dimension), not a
+// cache's or the layer output's.
+TEST(OffSpan, TakesAProductWithItsWeightToNothing) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  const int64_t n = 12, d = 4;
+  std::vector<float> w(static_cast<size_t>(n * d)), x(static_cast<size_t>(d)), product(static_cast<size_t>(n), 0.0f);
+  for (float& v : w) v = normal(rng);
+  for (float& v : x) v = normal(rng);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < d; ++k) product[size_t(i)] += w[size_t(i * d + k)] * x[size_t(k)];
+  const OffSpan span(Tensor::of_f32({n, d}, w), 1);
+  const Tensor in_span = span.project(Tensor::of_f32({1, n}, product));
+  for (float v : in_span.as<float>()) EXPECT_LT(std::abs(v), 1e-5f);
+  std::vector<float> one(size_t(n), 0.0f);
+  one[3] = 1;
+  const Tensor projected = span.project(Tensor::of_f32({n}, one));
+  auto off = projected.as<float>();
+  EXPECT_GT(off[3], 0.0f);
+  EXPECT_LT(off[3], 1.0f);
+  double norm2 = 0;  // an orthogonal projection: |off|^2 = off . e_3 = off[3]
+  for (float v : off) norm2 += double(v) * v;
+  EXPECT_NEAR(norm2, off[3], 1e-6);
+  one[5] = NAN;
+  const Tensor unknown = span.project(Tensor::of_f32({n}, one));
+  for (float v : unknown.as<float>()) EXPECT_TRUE(std::isnan(v));
+
+  const Program decode = authored_program(Cut::decode(8), builtin_spec("tiny"));
+  const std::optional<SpanWeight> head = span_weight(decode, "logits");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(decode.name(head->value), "tok_embeddings");
+  EXPECT_EQ(head->contracting, 1);
+  EXPECT_FALSE(span_weight(decode, "k.0"));
+  EXPECT_FALSE(span_weight(decode, "next"));
+  EXPECT_FALSE(span_weight(authored_program(Cut::decode_layer(0, 8), builtin_spec("tiny")), "x"));
+}
+
+// A logit wrong alone, not through the layers: the layers' errors move every logit along
+// the head's span, and at late positions of a trained model by nearly as much as a 1e-3
+// shift of one token's logit, so the logits' own allowances can miss it; off the span only
+// the head's rounding is left, and there it stands out. Decode steps of stories260K past
+// position 16 (the last two from a campaign, where the logits' allowances alone pass the
+// shift): a correct backend passes each, the shifted logit fails each off the span.
+TEST(OffSpan, ALogitShiftedAloneIsCaughtOffTheHeadsSpan) {
+  SKIP_WITHOUT_SHARED(shared);
+  Llama2cModel m = read_llama2c(shared / "models" / "stories260K.bin");
+  const Tolerance t = Tolerance::bound(Precision::f32);
+  ReferenceRunner reference(m.spec, m.weights);
+  ReferenceRunner shifted(m.spec, m.weights, with_fault(find_fault("late-logit-shifted"), m.spec));
+  ReferenceRunner reversed(m.spec, m.weights, {}, find_variant("f32-reversed").run);
+  struct Step {
+    int64_t ctx;
+    int32_t token, pos;
+    uint64_t data_seed;
+    float k_scale;
+  };
+  int hidden = 0;
+  for (const Step& s : {Step{64, 5, 20, 1, 1}, Step{128, 9, 100, 2, 1}, Step{1024, 274, 1021, 230, 1000},
+                        Step{3345, 462, 3344, 844, 1}}) {
+    Case c;
+    c.spec = m.spec;
+    c.cut = Cut::decode(s.ctx);
+    c.tokens = {s.token};
+    c.positions = {s.pos};
+    c.data_seed = s.data_seed;
+    c.k_scale = s.k_scale;
+    const TensorMap in = case_inputs(c);
+    Expected want = reference.expect(c.cut, in, t);
+    ASSERT_EQ(want.spans.count("logits"), 1u);
+    EXPECT_TRUE(compare(want, reversed.run(c.cut, in), t).ok) << s.pos;
+    const TensorMap got = shifted.run(c.cut, in);
+    EXPECT_FALSE(compare(want, got, t).ok) << s.pos;
+    want.spans.clear();
+    const Comparison alone = compare(want, got, t);
+    hidden += alone.ok;
+  }
+  EXPECT_GT(hidden, 0);  // where the logits' own allowances let the shift through
 }
 
 }  // namespace
