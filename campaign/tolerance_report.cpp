@@ -330,6 +330,7 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           f.caught += !failure.empty();
           f.far += far;
           f.far_caught += far && !failure.empty();
+          if (far && failure.empty()) f.far_missed.insert(int64_t(i));
           if (want.values.count("logits") && g) {
             Expected head;
             TensorMap head_got;
@@ -426,6 +427,10 @@ std::string tolerance_report_text(const ToleranceReport& r) {
       out += fmt::format("    {:<26} {:>22} {:>24} {:>24} {:>22}\n", name, share(f.caught, f.acted),
                          share(f.caught_by_logits, f.with_logits), share(f.ordinary_caught_by_logits, f.ordinary),
                          share(f.far_caught, f.far));
+    for (const auto& [name, f] : p.faults)
+      if (!f.far_missed.empty())
+        out += fmt::format("    {} moved an output > 10x and passed in case{} {}\n", name,
+                           f.far_missed.size() > 1 ? "s" : "", fmt::join(f.far_missed, ", "));
     if (p.tolerance.bounded()) {
       out += fmt::format("  held: {} of {} elements have a finite bound; {} of {} cases with logits have none bounded "
                          "(not checked)\n",
@@ -467,7 +472,8 @@ Json tolerance_report_json(const ToleranceReport& r) {
                       {"ordinary_keys", f.ordinary},
                       {"ordinary_caught_by_logits", f.ordinary_caught_by_logits},
                       {"moved_far", f.far},
-                      {"moved_far_caught", f.far_caught}};
+                      {"moved_far_caught", f.far_caught},
+                      {"moved_far_missed", f.far_missed}};
     policies.push_back({{"tolerance", p.tolerance.str()},
                         {"false_failures", p.false_failures},
                         {"headroom", p.headroom},

@@ -44,6 +44,7 @@ struct FaultFigures {
   // Cases where it moved an output more than 10 times as far as the largest error of any
   // legitimate variant of the policy's precision, and of those, the ones caught.
   int far = 0, far_caught = 0;
+  std::set<int64_t> far_missed = {};  // those not caught (re-run one with --shard)
 };
 
 // Ratios by output ("logits", "x", "kv") and position bucket (position_buckets()).

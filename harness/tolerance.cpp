@@ -107,7 +107,7 @@ void compare_off_span(OutputError& e, const SpanCheck& check, const Tensor& want
     tally.error().first = fmt::format(
         "'{}' row {} is off the span of the weight it is a product with: element {} by {:.3g}, over its bound {:.3g} "
         "({:.4g} x over; a logit wrong alone, not through the layers)",
-        e.name, i / width, i, double(d[i]), k.allowed, k.diff / k.allowed);
+        e.name, i / width, i % width, double(d[i]), k.allowed, k.diff / k.allowed);
   }
   const OutputError& o = tally.error();
   if (o.mismatches && !e.mismatches) e.first = o.first;
