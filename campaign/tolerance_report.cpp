@@ -303,6 +303,9 @@ ToleranceReport tolerance_report(const ToleranceReportOptions& options) {
           if (!cmp.ok) failure = cmp.failure;
           if (legit)
             for (const OutputError& e : cmp.outputs) {
+              if (e.headroom > p.headroom[s.name])
+                p.headroom_at[s.name] = fmt::format("case {}, '{}'{}", i, e.name,
+                                                    e.off_span_headroom == e.headroom ? " off its span" : "");
               p.headroom[s.name] = std::max(p.headroom[s.name], e.headroom);
               p.worst_abs[s.name] = std::max(p.worst_abs[s.name], e.max_abs);
             }
@@ -418,8 +421,9 @@ std::string tolerance_report_text(const ToleranceReport& r) {
     out += fmt::format("\n{}\n  false failures (cases a correct backend fails; headroom = worst |got - want| / allowed):\n",
                        p.tolerance.str());
     for (const auto& [name, n] : p.false_failures)
-      out += fmt::format("    {:<24} {:>6} of {}   headroom {:.3g}   worst abs {:.3g}\n", name, n, r.cases,
-                         p.headroom.at(name), p.worst_abs.at(name));
+      out += fmt::format("    {:<24} {:>6} of {}   headroom {:.3g}{}   worst abs {:.3g}\n", name, n, r.cases,
+                         p.headroom.at(name), p.headroom_at.count(name) ? " (" + p.headroom_at.at(name) + ")" : "",
+                         p.worst_abs.at(name));
     out += fmt::format("  detections, of the cases a wrong backend changes an output in ({} cases ran the faults):\n"
                        "    {:<26} {:>22} {:>24} {:>24} {:>22}\n",
                        r.fault_cases, "fault", "caught", "by logits and next", "ordinary keys, so", "moved > 10x, caught");
@@ -477,6 +481,7 @@ Json tolerance_report_json(const ToleranceReport& r) {
     policies.push_back({{"tolerance", p.tolerance.str()},
                         {"false_failures", p.false_failures},
                         {"headroom", p.headroom},
+                        {"headroom_at", p.headroom_at},
                         {"worst_abs", p.worst_abs},
                         {"faults", faults},
                         {"first_false_failure", p.first_false_failure},

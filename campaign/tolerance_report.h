@@ -58,6 +58,7 @@ struct PolicyFigures {
   // (|got - want| / allowed; above 1 fails).
   std::map<std::string, int> false_failures = {};
   std::map<std::string, double> headroom = {};
+  std::map<std::string, std::string> headroom_at = {};  // where: "case 4956, 'x'" (re-run it with --shard)
   std::map<std::string, double> worst_abs = {};  // the largest |got - want| of any output element
   std::string first_false_failure = {};  // the case and the failure, for a look
   std::set<int64_t> false_failure_cases = {};  // the cases some correct backend fails (re-run one with --shard)

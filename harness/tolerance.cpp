@@ -113,6 +113,7 @@ void compare_off_span(OutputError& e, const SpanCheck& check, const Tensor& want
   if (o.mismatches && !e.mismatches) e.first = o.first;
   e.mismatches += o.mismatches;
   e.nans += o.nans;
+  e.off_span_headroom = o.headroom;
   e.headroom = std::isnan(e.headroom) || std::isnan(o.headroom) ? NAN : std::max(e.headroom, o.headroom);
 }
 

@@ -66,6 +66,7 @@ struct OutputError {
   // output came to failing, or how far past it went; NaN when an element is NaN where
   // the reference has a number (no distance says how far off that is).
   double headroom = 0;
+  double off_span_headroom = 0;  // of the part off the span of its weight (the logits'), where checked
   size_t unbounded = 0;  // elements whose bound is infinite: any value passes there
   size_t mismatches = 0;
   size_t nans = 0;       // of the mismatches, elements that are NaN where the reference has a number

@@ -121,7 +121,9 @@ TEST_P(FaultCatalog, IsCaughtShrunkAndBisected) {
   ConformReport r = conform(faulty, o);
   ASSERT_FALSE(r.passed()) << fault.name << " went unnoticed in " << o.cases << " cases";
   // Where weights are wrong, every case is: each is caught.
-  if (test::quantized_fault(fault.name)) EXPECT_EQ(r.count(Verdict::passed), 0) << summary_table(r);
+  if (test::quantized_fault(fault.name)) {
+    EXPECT_EQ(r.count(Verdict::passed), 0) << summary_table(r);
+  }
   ASSERT_FALSE(r.failures.empty());
   int first = r.failures[0].index;
   bool bisected = false;

@@ -250,11 +250,12 @@ TEST(QuantizedLanguage, CodesTimesScalesMinusMinsIsTheConvertedValue) {
     const TensorMap out = e.run({});
     EXPECT_TRUE(out.at("v").same_bits(out.at("d"))) << bitwise_difference({{"x", out.at("v")}}, {{"x", out.at("d")}}).value_or("");
     // A wrong field is refused by the type rule.
-    if (!has_mins(format))
+    if (!has_mins(format)) {
       EXPECT_THROW(parse_and_verify(fmt::format("program \"m\"\nweight %w : {0}[3,{1}]\n%m = block_field %w {{field = mins}} "
                                                 ": f32[3,{2}]\noutput m = %m\n", t, C, n),
                                     "m"),
                    VerifyError);
+    }
   }
 }
 
