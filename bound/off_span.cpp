@@ -15,18 +15,6 @@ namespace {
 // element by element alone.
 constexpr double largest_factorisation = 4.3e9;
 
-const Operation* definition(const Program& p, ValueId v) {
-  for (const Operation& op : p.ops)
-    if (op.result == v) return &op;
-  return nullptr;
-}
-
-bool is_weight(const Program& p, ValueId v) {
-  for (const WeightDecl& w : p.weights)
-    if (w.value == v) return true;
-  return false;
-}
-
 }  // namespace
 
 std::optional<SpanWeight> span_weight(const Program& program, const std::string& output) {
@@ -34,11 +22,11 @@ std::optional<SpanWeight> span_weight(const Program& program, const std::string&
                            [&](const OutputDecl& o) { return o.name == output; });
   if (decl == program.outputs.end() || program.type(decl->value).dtype != DType::f32) return std::nullopt;
   const int64_t width = program.type(decl->value).shape.empty() ? 0 : program.type(decl->value).shape.back();
-  const Operation* op = definition(program, decl->value);
+  const Operation* op = program.definition(decl->value);
   while (op && op->kind == OpKind::reshape) {
     const Shape& from = program.type(op->operands[0]).shape;
     if (from.empty() || from.back() != width) return std::nullopt;
-    op = definition(program, op->operands[0]);
+    op = program.definition(op->operands[0]);
   }
   if (!op || op->kind != OpKind::dot_general || !op->ints("rhs_batching_dimensions").empty()) return std::nullopt;
   const ValueId rhs = op->operands[1];
@@ -49,10 +37,7 @@ std::optional<SpanWeight> span_weight(const Program& program, const std::string&
   if (n != width || n <= d || double(n) * double(d) * double(d) > largest_factorisation) return std::nullopt;
   // The backend's W must be the reference's (or a rounding of it the runs draw): a weight,
   // read as stored or converted to f32, never an activation the backend computed itself.
-  ValueId source = rhs;
-  for (const Operation* c = definition(program, source); c && c->kind == OpKind::convert; c = definition(program, source))
-    source = c->operands[0];
-  if (!is_weight(program, source)) return std::nullopt;
+  if (!program.weight_behind(rhs)) return std::nullopt;
   return SpanWeight{rhs, int(contracted[0])};
 }
 

@@ -158,17 +158,12 @@ PerturbedRuns::PerturbedRuns(const Program& program, std::function<const Tensor&
   zeros_.resize(program.values.size());
   meets_.resize(program.ops.size());
   if (model.weight_meets.empty()) return;
-  // The weight a contraction's right operand is, looking through its widening.
-  std::vector<const Operation*> producer(program.values.size(), nullptr);
-  for (const Operation& op : program.ops) producer[size_t(op.result)] = &op;
-  std::vector<bool> is_weight(program.values.size(), false);
-  for (const WeightDecl& w : program.weights) is_weight[size_t(w.value)] = true;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const Operation& op = program.ops[i];
     if (op.kind != OpKind::dot_general) continue;
-    ValueId w = op.operands[1];
-    while (producer[size_t(w)] && producer[size_t(w)]->kind == OpKind::convert) w = producer[size_t(w)]->operands[0];
-    if (!is_weight[size_t(w)]) continue;
+    const std::optional<ValueId> weight = program.weight_behind(op.operands[1]);
+    if (!weight) continue;
+    const ValueId w = *weight;
     auto it = model.weight_meets.find(program.name(w));
     if (it == model.weight_meets.end()) continue;
     const int64_t rank = int64_t(program.type(op.operands[0]).shape.size());

@@ -29,4 +29,17 @@ std::optional<ValueId> Program::find(std::string_view name) const {
   return std::nullopt;
 }
 
+const Operation* Program::definition(ValueId id) const {
+  for (const Operation& op : ops)
+    if (op.result == id) return &op;
+  return nullptr;
+}
+
+std::optional<ValueId> Program::weight_behind(ValueId id) const {
+  for (const Operation* op = definition(id); op && op->kind == OpKind::convert; op = definition(id)) id = op->operands[0];
+  for (const WeightDecl& w : weights)
+    if (w.value == id) return id;
+  return std::nullopt;
+}
+
 }  // namespace cutcheck

@@ -81,6 +81,11 @@ struct Program {
   const std::string& name(ValueId id) const { return values[size_t(id)].name; }
   // The value with this name, if any.
   std::optional<ValueId> find(std::string_view name) const;
+  // The op that defines `id`; none for inputs and weights.
+  const Operation* definition(ValueId id) const;
+  // The weight `id` is, looking through its conversions (a weight widened to f32 to be a
+  // contraction's operand); none where it is computed from anything else.
+  std::optional<ValueId> weight_behind(ValueId id) const;
 };
 
 }  // namespace cutcheck
